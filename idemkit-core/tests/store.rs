@@ -653,6 +653,63 @@ fn a_claim_past_the_grace_is_new_not_reclaimed() {
     assert_eq!(store.len(), 1);
 }
 
+/// Fills the store with `n` completed records that expire at `t0 + 1 s`, before anything
+/// a test cares about: a claim purges only a couple of due records on its way, so these
+/// keep the records under test in the store, expired but not yet purged.
+fn bury_under_expired(store: &mut Store, n: usize, t0: Instant) {
+    for i in 0..n {
+        let key = format!("filler-{i}");
+        let token = claim_new(store, &key, LEASE, t0);
+        assert!(store.complete(&key, &token, ok("filler"), secs(1), t0));
+    }
+}
+
+#[test]
+fn a_lapsed_claim_past_the_grace_is_absent_before_it_is_purged() {
+    let t0 = Instant::now();
+    let mut store = Store::new().with_reclaim_grace(secs(5));
+    bury_under_expired(&mut store, 6, t0);
+    let old = claim_new(&mut store, "k", secs(10), t0);
+    let gone = t0 + secs(15) + NS;
+
+    assert!(store.get("k", gone).is_none());
+    assert!(!store.complete("k", &old, ok("late"), TTL, gone));
+    assert!(!store.renew("k", &old, LEASE, gone));
+    assert!(!store.release("k", &old));
+    let new = claim_new(&mut store, "k", LEASE, gone);
+    assert_ne!(new, old);
+    assert_eq!(store.get("k", gone).unwrap().claimed_at(), gone);
+}
+
+#[test]
+fn an_expired_result_is_absent_before_it_is_purged() {
+    let t0 = Instant::now();
+    let mut store = Store::new();
+    bury_under_expired(&mut store, 6, t0);
+    let token = claim_new(&mut store, "k", LEASE, t0);
+    assert!(store.complete("k", &token, ok("old"), secs(10), t0));
+    let expired = t0 + secs(10) + NS;
+
+    assert!(store.get("k", expired).is_none());
+    assert!(store.len() > 1, "the expired records are still held");
+    assert!(!store.complete("k", &token, ok("again"), TTL, expired));
+    claim_new(&mut store, "k", LEASE, expired);
+    assert_eq!(store.get("k", expired).unwrap().state(), State::Claimed);
+}
+
+#[test]
+fn release_judges_by_the_latest_instant_even_after_an_earlier_one() {
+    // A caller may hand in an instant older than one it handed in before (another
+    // thread's reading of the clock); the latest one still counts.
+    let t0 = Instant::now();
+    let mut store = Store::new().with_reclaim_grace(secs(10));
+    let token = claim_new(&mut store, "k", secs(5), t0);
+    let stranger = ClaimToken::from_bytes([9; 16]);
+    assert!(!store.renew("unrelated", &stranger, LEASE, t0 + secs(15) + NS));
+    assert!(!store.renew("unrelated", &stranger, LEASE, t0 + secs(1)));
+    assert!(!store.release("k", &token));
+}
+
 #[test]
 fn the_default_grace_is_sixty_seconds() {
     let t0 = Instant::now();
