@@ -527,7 +527,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(500))]
+    #![proptest_config(ProptestConfig::with_cases(400))]
 
     /// A roomy store: capacity never binds, every other rule does.
     #[test]
@@ -552,7 +552,7 @@ fn the_sequences_reach_every_outcome() {
     let mut runner = TestRunner::deterministic();
     let sequences = prop::collection::vec(op(), 1..60);
     let mut seen = Coverage::default();
-    for case in 0..300 {
+    for case in 0..200 {
         let ops = sequences
             .new_tree(&mut runner)
             .expect("a sequence")
