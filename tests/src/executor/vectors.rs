@@ -364,13 +364,15 @@ pub fn a_panic_releases_the_claim<H: Harness>() {
 /// A slow operation under a short lease keeps its claim through heartbeats, while a
 /// duplicate waits and replays instead of taking the key over.
 pub fn heartbeats_keep_a_slow_run_claimed<H: Harness>() {
+    // Renewed every 200 ms: a beat may run up to 400 ms late on a loaded machine
+    // before the lease lapses.
     let h = H::build(with_policy(Setup::real(), |p| {
-        p.lease_ttl = Duration::from_millis(300);
+        p.lease_ttl = Duration::from_millis(600);
         p.heartbeat = Heartbeat::Auto;
         p.wait_timeout = GENEROUS;
     }));
     let (key, request, probe) = (key("slow"), fingerprint("a"), Probe::new());
-    let slow = Op::respond(&probe, 200, "slow").working(Duration::from_secs(1));
+    let slow = Op::respond(&probe, 200, "slow").working(Duration::from_millis(1_500));
     let first = h.spawn(&key, &request, slow.clone());
     eventually("the first run started", || probe.started() == 1);
     let duplicate = h.spawn(&key, &request, slow);
