@@ -1,8 +1,9 @@
-//! [`Error`]: why a store or backend could not do what was asked.
+//! [`Error`]: why a store, backend or executor could not do what was asked.
 
 use crate::token::RandomSourceError;
 
-/// Why a store or backend refused or failed an operation.
+/// Why a store or backend refused or failed an operation, or an executor refused its
+/// policy.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -23,4 +24,7 @@ pub enum Error {
         /// The key's length in bytes.
         len: usize,
     },
+    /// An executor's [`Policy`](crate::Policy) cannot work; the text says why.
+    #[error("invalid policy: {0}")]
+    InvalidPolicy(String),
 }

@@ -23,6 +23,9 @@
 //!   for waiters and a [`Clock`] ([`ManualClock`] in tests).
 //! - [`AsyncInMemoryBackend`] is the same for async code, given a runtime's [`Timer`];
 //!   `idemkit-tokio` and `idemkit-smol` supply theirs.
+//! - [`Idempotency`] and [`AsyncIdempotency`] are the executors on top: give them a
+//!   [`Key`], a [`Fingerprint`] and the operation, and they claim, run, store, wait,
+//!   replay and refuse by the rules of [`Policy`].
 //!
 //! Everything is one process's memory: this is effectively-once per process, not
 //! exactly-once across a fleet.
@@ -36,7 +39,9 @@ mod capacity;
 mod claim;
 mod clock;
 mod error;
+mod exec;
 mod expiry;
+mod key;
 mod record;
 mod shared;
 mod stamp;
@@ -50,6 +55,11 @@ pub use builder::{Blocking, Builder, Flavor};
 pub use claim::Claim;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::Error;
+pub use exec::{
+    AsyncIdempotency, Backend, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError,
+    Outcome, Policy, RunError,
+};
+pub use key::{Fingerprint, Key};
 pub use record::{Record, Response, State};
 pub use store::Store;
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};

@@ -1,24 +1,36 @@
 //! [idemkit](idemkit_core) for smol: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! This crate supplies async-io's timer (the one smol runs on); the store, the wake-ups
-//! and the wait loop are `idemkit-core`'s. Everything a user needs is re-exported here.
+//! This crate supplies async-io's timer (the one smol runs on); the store, the wake-ups,
+//! the wait loop and the executor are `idemkit-core`'s. Everything a user needs is
+//! re-exported here.
 //!
 //! ```
-//! use std::time::Duration;
-//! use idemkit_smol::{Claim, InMemoryBackend, Response};
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use idemkit_smol::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response};
 //!
 //! smol::block_on(async {
-//!     let backend = InMemoryBackend::new();
-//!     let lease = Duration::from_secs(30);
-//!     let Claim::New(token) = backend.claim("charge-42", "fp", 1, lease).await? else { unreachable!() };
-//!     backend.complete("charge-42", &token, Response::new(200, "ok"), Duration::from_secs(3600)).await;
-//!     let replay = backend.wait_for_completion("charge-42", Duration::from_secs(1)).await;
-//!     assert_eq!(replay.unwrap().response().unwrap().body, b"ok");
-//!     Ok::<(), idemkit_smol::Error>(())
+//!     let idempotency = Idempotency::new(InMemoryBackend::new());
+//!     let key = Key::new(["tenant-7", "client-key-8c1f"]);
+//!     let request = Fingerprint::new(["POST", "/charges", "amount=100"]);
+//!     let charges = AtomicUsize::new(0);
+//!     let charge = || async {
+//!         charges.fetch_add(1, Ordering::SeqCst);
+//!         Ok::<_, std::io::Error>(Response::new(201, "charged"))
+//!     };
+//!
+//!     let first = idempotency.run(&key, &request, charge).await?;
+//!     let retry = idempotency.run(&key, &request, charge).await?;
+//!     assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
+//!     assert_eq!(retry.response.body, b"charged");
+//!     assert_eq!(charges.load(Ordering::SeqCst), 1);
+//!     Ok::<(), idemkit_smol::RunError<std::io::Error>>(())
 //! })?;
-//! # Ok::<(), idemkit_smol::Error>(())
+//! # Ok::<(), idemkit_smol::RunError<std::io::Error>>(())
 //! ```
+//!
+//! The backend underneath is usable directly too: `claim`, `complete`, `release`,
+//! `renew` and `wait_for_completion`, as in [`idemkit_core::Store`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -26,8 +38,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 pub use idemkit_core::{
-    Claim, ClaimToken, Clock, Error, ManualClock, Record, Response, State, Store, SystemClock,
-    Timer,
+    Backend, Claim, ClaimToken, Clock, Decision, Error, Event, Fingerprint, Heartbeat, Key,
+    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, State, Store,
+    SystemClock, Timer,
 };
 
 /// The in-memory backend for smol: see [`AsyncInMemoryBackend`](idemkit_core::AsyncInMemoryBackend)
@@ -36,6 +49,11 @@ pub type InMemoryBackend<C = SystemClock> = idemkit_core::AsyncInMemoryBackend<C
 
 /// Configures an [`InMemoryBackend`]: see [`idemkit_core::Builder`].
 pub type Builder<C = SystemClock> = idemkit_core::Builder<C, idemkit_core::Async<SmolTimer>>;
+
+/// The run-once executor for smol: see [`AsyncIdempotency`](idemkit_core::AsyncIdempotency)
+/// for its methods. It runs on [`InMemoryBackend`] by default, or on any [`Backend`];
+/// `Idempotency::new(backend)` infers the backend type from its argument.
+pub type Idempotency<B = InMemoryBackend> = idemkit_core::AsyncIdempotency<B, SmolTimer>;
 
 /// async-io's timer, for waits and the purger.
 #[derive(Clone, Copy, Debug, Default)]

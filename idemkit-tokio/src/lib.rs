@@ -1,23 +1,34 @@
 //! [idemkit](idemkit_core) for tokio: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! This crate supplies tokio's timer and clock; the store, the wake-ups and the wait loop
-//! are `idemkit-core`'s. Everything a user needs is re-exported here.
+//! This crate supplies tokio's timer and clock; the store, the wake-ups, the wait loop
+//! and the executor are `idemkit-core`'s. Everything a user needs is re-exported here.
 //!
 //! ```
-//! use std::time::Duration;
-//! use idemkit_tokio::{Claim, InMemoryBackend, Response};
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use idemkit_tokio::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), idemkit_tokio::Error> {
-//! let backend = InMemoryBackend::new();
-//! let lease = Duration::from_secs(30);
-//! let Claim::New(token) = backend.claim("charge-42", "fp", 1, lease).await? else { unreachable!() };
-//! backend.complete("charge-42", &token, Response::new(200, "ok"), Duration::from_secs(3600)).await;
-//! let replay = backend.wait_for_completion("charge-42", Duration::from_secs(1)).await;
-//! assert_eq!(replay.unwrap().response().unwrap().body, b"ok");
+//! # async fn main() -> Result<(), idemkit_tokio::RunError<std::io::Error>> {
+//! let idempotency = Idempotency::new(InMemoryBackend::new());
+//! let key = Key::new(["tenant-7", "client-key-8c1f"]);
+//! let request = Fingerprint::new(["POST", "/charges", "amount=100"]);
+//! let charges = AtomicUsize::new(0);
+//! let charge = || async {
+//!     charges.fetch_add(1, Ordering::SeqCst);
+//!     Ok::<_, std::io::Error>(Response::new(201, "charged"))
+//! };
+//!
+//! let first = idempotency.run(&key, &request, charge).await?;
+//! let retry = idempotency.run(&key, &request, charge).await?;
+//! assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
+//! assert_eq!(retry.response.body, b"charged");
+//! assert_eq!(charges.load(Ordering::SeqCst), 1);
 //! # Ok(()) }
 //! ```
+//!
+//! The backend underneath is usable directly too: `claim`, `complete`, `release`,
+//! `renew` and `wait_for_completion`, as in [`idemkit_core::Store`].
 //!
 //! Under `#[tokio::test(start_paused = true)]`, [`TokioClock`] follows tokio's paused
 //! time, so `tokio::time::advance` expires leases and results, and waits time out without
@@ -29,8 +40,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 pub use idemkit_core::{
-    Claim, ClaimToken, Clock, Error, ManualClock, Record, Response, State, Store, SystemClock,
-    Timer,
+    Backend, Claim, ClaimToken, Clock, Decision, Error, Event, Fingerprint, Heartbeat, Key,
+    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, State, Store,
+    SystemClock, Timer,
 };
 
 /// The in-memory backend for tokio: see [`AsyncInMemoryBackend`](idemkit_core::AsyncInMemoryBackend)
@@ -39,6 +51,11 @@ pub type InMemoryBackend<C = TokioClock> = idemkit_core::AsyncInMemoryBackend<C,
 
 /// Configures an [`InMemoryBackend`]: see [`idemkit_core::Builder`].
 pub type Builder<C = TokioClock> = idemkit_core::Builder<C, idemkit_core::Async<TokioTimer>>;
+
+/// The run-once executor for tokio: see [`AsyncIdempotency`](idemkit_core::AsyncIdempotency)
+/// for its methods. It runs on [`InMemoryBackend`] by default, or on any [`Backend`];
+/// `Idempotency::new(backend)` infers the backend type from its argument.
+pub type Idempotency<B = InMemoryBackend> = idemkit_core::AsyncIdempotency<B, TokioTimer>;
 
 /// tokio's clock, [`tokio::time::Instant::now`]: real time, or the paused test clock.
 #[derive(Clone, Copy, Debug, Default)]

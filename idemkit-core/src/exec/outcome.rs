@@ -1,0 +1,140 @@
+//! What a run reports: [`Decision`], [`Outcome`], [`RunError`] and the [`Event`] an
+//! observer receives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::key::Key;
+use crate::record::Response;
+
+/// What an executor decided for one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Decision {
+    /// The key was free: the operation ran and its result was stored.
+    New,
+    /// A crashed owner's lease had lapsed: the operation ran and its result was stored.
+    Reclaimed,
+    /// The stored result was returned at once; the operation did not run.
+    Replayed,
+    /// Another run of the key was in flight; its result was returned once it finished.
+    ReplayedAfterWait,
+    /// The operation ran; its result was not cacheable, so the claim was released and a
+    /// retry runs again.
+    NotCached,
+    /// The operation ran, but another executor took the key over meanwhile: the result
+    /// was returned to this caller but not stored.
+    ReclaimedLoss,
+    /// The backend failed under [`OnStorageError::FailOpen`](crate::OnStorageError): the
+    /// operation ran without protection against duplicates.
+    RanUnprotected,
+    /// Refused: the key was used with another fingerprint
+    /// ([`RunError::PayloadMismatch`]).
+    PayloadMismatch,
+    /// Refused: another run of the key did not finish in time ([`RunError::InProgress`]).
+    Conflict,
+    /// The backend failed ([`RunError::Storage`]).
+    StorageError,
+    /// The lease could not be renewed ([`RunError::LeaseLost`]).
+    LeaseLost,
+    /// The operation returned an error or panicked ([`RunError::Handler`]).
+    HandlerFailed,
+}
+
+/// A successful run: the response to give the caller and how it was obtained.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The response. On a replay this is the stored allocation itself, shared with every
+    /// other replay, not a copy.
+    pub response: Arc<Response>,
+    /// How the response was obtained.
+    pub decision: Decision,
+}
+
+/// Why a run produced no response.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError<E> {
+    /// The key was used with another fingerprint (or fingerprint version): the request is
+    /// refused, and the stored result is never handed to it.
+    #[error("the idempotency key was already used with a different request")]
+    PayloadMismatch,
+    /// Another run of the key did not finish within the policy's `wait_timeout`; the
+    /// caller should retry after `retry_after` (the rest of that run's lease, rounded up
+    /// to whole seconds, at least one).
+    #[error("a request with this idempotency key is in progress; retry after {retry_after:?}")]
+    InProgress {
+        /// When a retry may find the result, or the key free.
+        retry_after: Duration,
+    },
+    /// The backend failed under [`OnStorageError::FailClosed`](crate::OnStorageError).
+    #[error("the idempotency backend failed")]
+    Storage(#[source] Error),
+    /// The operation returned this error; the claim was released, so a retry runs again.
+    #[error("the operation failed: {0}")]
+    Handler(E),
+    /// The lease could not be renewed (the claim was released or taken over): the result
+    /// was not stored. Async executors cancel the operation at its next await point;
+    /// the blocking executor lets it return (see [`Lease::is_lost`](crate::Lease::is_lost)).
+    #[error("the lease on the idempotency key was lost; the result was not stored")]
+    LeaseLost,
+}
+
+impl<E> RunError<E> {
+    /// The [`Decision`] an event reports for this error.
+    pub fn decision(&self) -> Decision {
+        match self {
+            RunError::PayloadMismatch => Decision::PayloadMismatch,
+            RunError::InProgress { .. } => Decision::Conflict,
+            RunError::Storage(_) => Decision::StorageError,
+            RunError::Handler(_) => Decision::HandlerFailed,
+            RunError::LeaseLost => Decision::LeaseLost,
+        }
+    }
+}
+
+/// What an executor tells its observer after each run: exactly one per run.
+///
+/// It carries the hashed [`Key`], never the caller's raw key, so it is safe to log.
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// What was decided.
+    pub decision: Decision,
+    /// The hashed key.
+    pub key: Key,
+    /// The policy's fingerprint version.
+    pub fingerprint_version: u32,
+    /// How long the run took, waiting included.
+    pub latency: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_maps_to_its_own_decision() {
+        let errors: [RunError<&str>; 5] = [
+            RunError::PayloadMismatch,
+            RunError::InProgress {
+                retry_after: Duration::from_secs(1),
+            },
+            RunError::Storage(Error::Full { max_size: 0 }),
+            RunError::Handler("boom"),
+            RunError::LeaseLost,
+        ];
+        let decisions: Vec<Decision> = errors.iter().map(RunError::decision).collect();
+        assert_eq!(
+            decisions,
+            [
+                Decision::PayloadMismatch,
+                Decision::Conflict,
+                Decision::StorageError,
+                Decision::HandlerFailed,
+                Decision::LeaseLost,
+            ]
+        );
+        assert_eq!(errors[3].to_string(), "the operation failed: boom");
+    }
+}

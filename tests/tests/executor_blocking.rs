@@ -1,0 +1,16 @@
+//! The executor vectors on the blocking `Idempotency`.
+
+use idemkit_conformance::executor::blocking_harness::BlockingHarness;
+use idemkit_core::{Idempotency, InMemoryBackend};
+
+idemkit_conformance::executor_vectors!(BlockingHarness);
+
+#[test]
+fn the_executor_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Idempotency>();
+    send_sync::<idemkit_core::Lease>();
+    // Inferred from the backend, with no annotation.
+    let executor = Idempotency::new(InMemoryBackend::new());
+    assert_eq!(executor.policy().fingerprint_version, 1);
+}

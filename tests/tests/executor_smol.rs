@@ -1,0 +1,32 @@
+//! The executor vectors on `idemkit_smol::Idempotency`.
+
+use idemkit_conformance::executor::smol_harness::SmolHarness;
+use idemkit_smol::{Fingerprint, Idempotency, InMemoryBackend, Key, Response};
+
+idemkit_conformance::executor_vectors!(SmolHarness);
+
+fn send<T: Send>(_: &T) {}
+
+#[test]
+fn the_executor_is_send_and_sync_and_its_run_can_be_spawned() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Idempotency>();
+    // Inferred from the backend, with no annotation.
+    let executor = Idempotency::new(InMemoryBackend::new());
+    let (key, request) = (Key::new(["k"]), Fingerprint::new(["f"]));
+    let run = {
+        let executor = executor.clone();
+        let (key, request) = (key.clone(), request.clone());
+        async move {
+            executor
+                .run(&key, &request, || async {
+                    smol::future::yield_now().await;
+                    Ok::<_, std::io::Error>(Response::new(200, "spawned"))
+                })
+                .await
+        }
+    };
+    send(&run);
+    let outcome = smol::block_on(smol::spawn(run)).unwrap();
+    assert_eq!(outcome.response.body, b"spawned");
+}
