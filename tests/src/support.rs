@@ -1,5 +1,6 @@
 //! Small helpers the vectors share: backends, claims taken apart, responses, polling.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use idemkit_core::{Claim, ClaimToken, ManualClock, Record, Response};
@@ -83,5 +84,33 @@ pub async fn eventually<R: Runtime>(what: &str, within: Duration, condition: imp
             "{what}: still not true after {within:?}"
         );
         R::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A starting line for concurrent tasks: each waits at it until all have arrived, so they
+/// then run into the backend together rather than one after another as they were
+/// spawned.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    arrived: AtomicUsize,
+    open: AtomicBool,
+}
+
+impl StartGate {
+    /// Arrives at the gate and waits, yielding, until it opens.
+    pub async fn pass(&self) {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            futures_lite::future::yield_now().await;
+        }
+    }
+
+    /// Opens the gate once `count` tasks have arrived.
+    pub async fn open_when<R: Runtime>(&self, count: usize) {
+        eventually::<R>("every task reached the gate", PATIENT, || {
+            self.arrived.load(Ordering::SeqCst) == count
+        })
+        .await;
+        self.open.store(true, Ordering::SeqCst);
     }
 }

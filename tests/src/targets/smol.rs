@@ -1,7 +1,12 @@
 //! [`Smol`]: `idemkit_smol::InMemoryBackend` on smol.
 
 use std::future::Future;
+use std::sync::Once;
+use std::thread;
 use std::time::Duration;
+
+use futures_lite::future;
+use smol::Executor;
 
 use idemkit_core::Clock;
 use idemkit_smol::{InMemoryBackend, SystemClock};
@@ -13,9 +18,28 @@ use crate::target::{AsyncTarget, Settings, Target};
 #[derive(Debug)]
 pub struct Smol;
 
-/// smol: vectors run in `smol::block_on`, spawned tasks on smol's global executor.
+/// smol as a multi-threaded app runs it: vectors run in `smol::block_on`, spawned tasks
+/// on an executor shared by two threads (smol's own global executor has one by default,
+/// which would never let two tasks race).
 #[derive(Debug)]
 pub struct SmolRuntime;
+
+/// How many threads run spawned tasks.
+const EXECUTOR_THREADS: usize = 2;
+
+fn executor() -> &'static Executor<'static> {
+    static EXECUTOR: Executor<'static> = Executor::new();
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        for _ in 0..EXECUTOR_THREADS {
+            thread::Builder::new()
+                .name("conformance-smol".into())
+                .spawn(|| smol::block_on(EXECUTOR.run(future::pending::<()>())))
+                .expect("the OS refused to start a thread");
+        }
+    });
+    &EXECUTOR
+}
 
 impl Runtime for SmolRuntime {
     fn block_on<F: Future>(future: F) -> F::Output {
@@ -28,7 +52,7 @@ impl Runtime for SmolRuntime {
         F::Output: Send + 'static,
     {
         // A smol task re-raises its panic where it is awaited.
-        smol::spawn(future)
+        executor().spawn(future)
     }
 
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send + 'static {

@@ -9,8 +9,8 @@ use idemkit_core::{Claim, Clock, State};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, eventually, expect_completed, expect_in_flight, expect_new,
-    expect_reclaimed, forged_token, manual, real, response,
+    FINGERPRINT, LONG, PATIENT, StartGate, eventually, expect_completed, expect_in_flight,
+    expect_new, expect_reclaimed, forged_token, manual, real, response,
 };
 use crate::target::{Settings, Target};
 
@@ -224,12 +224,18 @@ pub async fn reclaimed_owner_late_completion_is_refused<T: Target>() {
 /// carry the winner's token.
 pub async fn concurrent_claims_give_exactly_one_new<T: Target>() {
     let backend = real::<T>(Settings::default());
+    let gate = Arc::new(StartGate::default());
     let tasks: Vec<_> = (0..25)
         .map(|_| {
             let backend = backend.clone();
-            T::Runtime::spawn(async move { backend.claim("k", FINGERPRINT, 1, LONG).await })
+            let gate = gate.clone();
+            T::Runtime::spawn(async move {
+                gate.pass().await;
+                backend.claim("k", FINGERPRINT, 1, LONG).await
+            })
         })
         .collect();
+    gate.open_when::<T::Runtime>(25).await;
     let mut claims = Vec::new();
     for task in tasks {
         claims.push(task.await.unwrap());
