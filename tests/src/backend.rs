@@ -58,6 +58,11 @@ pub trait ConformanceBackend: Clone + Send + Sync + 'static {
     /// Records held, expired ones not yet purged included.
     fn len(&self) -> usize;
 
+    /// Whether no record is held.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// How many keys have waiters' event entries right now (for leak checks).
     fn watched_keys(&self) -> usize;
 }

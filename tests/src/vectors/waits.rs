@@ -3,8 +3,8 @@
 //!
 //! Where a vector checks that a wake-up came from the notification rather than the
 //! backed-off poll (50 ms doubling to 1 s), it first lets its waiters sit for
-//! [`SETTLE`], so their next poll is at least 750 ms away: only a notification wakes them
-//! within [`PROMPT`] of the event.
+//! 800 ms, so their next poll is at least 750 ms away: only a notification wakes them
+//! within the 500 ms these vectors allow.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
