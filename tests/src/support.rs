@@ -1,0 +1,116 @@
+//! Small helpers the vectors share: backends, claims taken apart, responses, polling.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use idemkit_core::{Claim, ClaimToken, ManualClock, Record, Response};
+
+use crate::runtime::Runtime;
+use crate::target::{Settings, Target};
+
+/// The fingerprint vectors claim with, unless they test fingerprints.
+pub const FINGERPRINT: &str = "sha256:0f1e2d";
+
+/// A lease no vector outlives in real time.
+pub const LONG: Duration = Duration::from_secs(3600);
+
+/// A wait timeout far longer than any vector should take to wake.
+pub const PATIENT: Duration = Duration::from_secs(30);
+
+/// A backend of target `T` on a [`ManualClock`], and the clock to move it.
+pub fn manual<T: Target>(settings: Settings) -> (T::Backend<ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    (T::build(settings, clock.clone()), clock)
+}
+
+/// A backend of target `T` on its default (real-time) clock.
+pub fn real<T: Target>(settings: Settings) -> T::Backend<T::DefaultClock> {
+    T::build(settings, T::DefaultClock::default())
+}
+
+/// A response with a status, a header and a body, so replays can be compared whole.
+pub fn response(body: &str) -> Response {
+    Response::new(201, body).with_header("content-type", "text/plain")
+}
+
+/// A token no claim was given.
+pub fn forged_token() -> ClaimToken {
+    ClaimToken::from_bytes([0x5a; 16])
+}
+
+/// The token of a [`Claim::New`]; panics on anything else.
+#[track_caller]
+pub fn expect_new(claim: Claim) -> ClaimToken {
+    match claim {
+        Claim::New(token) => token,
+        other => panic!("expected Claim::New, got {other:?}"),
+    }
+}
+
+/// The token of a [`Claim::Reclaimed`]; panics on anything else.
+#[track_caller]
+pub fn expect_reclaimed(claim: Claim) -> ClaimToken {
+    match claim {
+        Claim::Reclaimed(token) => token,
+        other => panic!("expected Claim::Reclaimed, got {other:?}"),
+    }
+}
+
+/// The record of a [`Claim::InFlight`]; panics on anything else.
+#[track_caller]
+pub fn expect_in_flight(claim: Claim) -> Record {
+    match claim {
+        Claim::InFlight(record) => record,
+        other => panic!("expected Claim::InFlight, got {other:?}"),
+    }
+}
+
+/// The record of a [`Claim::Completed`]; panics on anything else.
+#[track_caller]
+pub fn expect_completed(claim: Claim) -> Record {
+    match claim {
+        Claim::Completed(record) => record,
+        other => panic!("expected Claim::Completed, got {other:?}"),
+    }
+}
+
+/// Polls `condition` every 5 ms until it holds; panics naming `what` if it still does not
+/// after `within` of real time.
+pub async fn eventually<R: Runtime>(what: &str, within: Duration, condition: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(
+            start.elapsed() < within,
+            "{what}: still not true after {within:?}"
+        );
+        R::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A starting line for concurrent tasks: each waits at it until all have arrived, so they
+/// then run into the backend together rather than one after another as they were
+/// spawned.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    arrived: AtomicUsize,
+    open: AtomicBool,
+}
+
+impl StartGate {
+    /// Arrives at the gate and waits, yielding, until it opens.
+    pub async fn pass(&self) {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            futures_lite::future::yield_now().await;
+        }
+    }
+
+    /// Opens the gate once `count` tasks have arrived.
+    pub async fn open_when<R: Runtime>(&self, count: usize) {
+        eventually::<R>("every task reached the gate", PATIENT, || {
+            self.arrived.load(Ordering::SeqCst) == count
+        })
+        .await;
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
