@@ -1,6 +1,6 @@
 //! One conformance suite for every idemkit backend and executor.
 //!
-//! Each vector in [`vectors`] is written once, as a generic async function over a
+//! Each vector in [`backend::vectors`] is written once, as a generic async function over a
 //! [`Target`]: a backend family, the [`Runtime`] that drives it, and a way to build it with
 //! given [`Settings`] and clock. The backends are driven through [`ConformanceBackend`],
 //! which the blocking backend implements by running its blocking wait on an OS thread.
@@ -15,14 +15,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod backend;
+pub mod backend;
 pub mod executor;
 mod runtime;
 pub mod support;
 mod target;
 pub mod targets;
 mod thread_task;
-pub mod vectors;
 
 use std::future::Future;
 
@@ -47,7 +46,7 @@ macro_rules! __conformance_vectors {
                 $(
                     #[test]
                     fn $vector() {
-                        $crate::run::<$target, _>($crate::vectors::$module::$vector::<$target>());
+                        $crate::run::<$target, _>($crate::backend::vectors::$module::$vector::<$target>());
                     }
                 )*
             }
