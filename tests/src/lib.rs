@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod executor;
 mod runtime;
+pub mod runtimes;
 pub mod support;
 mod target;
 pub mod targets;

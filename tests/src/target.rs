@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use idemkit_core::{Clock, Store};
+use idemkit_core::{Builder, Clock, Flavor, Store};
 
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
@@ -43,6 +43,15 @@ impl Settings {
             reclaim_grace,
             ..self
         }
+    }
+
+    /// A backend of flavour `F` (the blocking one, or an async adapter's) with these
+    /// settings and `clock`, built through the public builder.
+    pub fn build<F: Flavor, C: Clock>(self, clock: C) -> F::Backend<C> {
+        Builder::<C, F>::with_clock(clock)
+            .max_size(self.max_size)
+            .reclaim_grace(self.reclaim_grace)
+            .build()
     }
 }
 

@@ -1,41 +1,13 @@
 //! [`Blocking`]: `idemkit_core::InMemoryBackend`, driven from OS threads.
 
-use std::future::Future;
-use std::thread;
-use std::time::Duration;
-
 use idemkit_core::{Clock, InMemoryBackend, SystemClock};
 
-use crate::runtime::Runtime;
+use crate::runtimes::Threads;
 use crate::target::{Settings, Target};
-use crate::thread_task::on_thread;
 
 /// The blocking backend, `idemkit_core::InMemoryBackend`.
 #[derive(Debug)]
 pub struct Blocking;
-
-/// A "runtime" of plain threads: every spawned task and every sleep is an OS thread of
-/// its own, so concurrent vectors really race on threads.
-#[derive(Debug)]
-pub struct Threads;
-
-impl Runtime for Threads {
-    fn block_on<F: Future>(future: F) -> F::Output {
-        futures_lite::future::block_on(future)
-    }
-
-    fn spawn<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        on_thread(move || futures_lite::future::block_on(future))
-    }
-
-    fn sleep(duration: Duration) -> impl Future<Output = ()> + Send + 'static {
-        on_thread(move || thread::sleep(duration))
-    }
-}
 
 impl Target for Blocking {
     type Runtime = Threads;
@@ -43,10 +15,6 @@ impl Target for Blocking {
     type Backend<C: Clock> = InMemoryBackend<C>;
 
     fn build<C: Clock>(settings: Settings, clock: C) -> InMemoryBackend<C> {
-        InMemoryBackend::builder()
-            .max_size(settings.max_size)
-            .reclaim_grace(settings.reclaim_grace)
-            .clock(clock)
-            .build()
+        settings.build::<idemkit_core::Blocking, C>(clock)
     }
 }

@@ -1,10 +1,19 @@
-//! The three targets: the blocking backend on threads, the tokio backend on a
-//! multi-thread runtime, the smol backend on smol.
+//! The three targets: the blocking backend on threads, and the async backend with
+//! tokio's timer on a multi-thread tokio runtime or with smol's on smol.
 
+mod async_in_memory;
 mod blocking;
-mod smol;
-mod tokio;
 
-pub use self::blocking::{Blocking, Threads};
-pub use self::smol::{Smol, SmolRuntime};
-pub use self::tokio::{Tokio, TokioRuntime};
+use idemkit_smol::SmolTimer;
+use idemkit_tokio::TokioTimer;
+
+use crate::runtimes::{SmolRuntime, TokioRuntime};
+
+pub use self::async_in_memory::AsyncInMemory;
+pub use self::blocking::Blocking;
+
+/// The tokio backend, `idemkit_tokio::InMemoryBackend`, on a multi-thread tokio runtime.
+pub type Tokio = AsyncInMemory<TokioTimer, TokioRuntime>;
+
+/// The smol backend, `idemkit_smol::InMemoryBackend`, on smol.
+pub type Smol = AsyncInMemory<SmolTimer, SmolRuntime>;

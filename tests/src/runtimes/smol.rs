@@ -1,4 +1,4 @@
-//! [`Smol`]: `idemkit_smol::InMemoryBackend` on smol.
+//! [`SmolRuntime`]: smol, with spawned tasks on a two-thread executor.
 
 use std::future::Future;
 use std::sync::Once;
@@ -8,15 +8,7 @@ use std::time::Duration;
 use futures_lite::future;
 use smol::Executor;
 
-use idemkit_core::Clock;
-use idemkit_smol::{InMemoryBackend, SystemClock};
-
 use crate::runtime::Runtime;
-use crate::target::{AsyncTarget, Settings, Target};
-
-/// The smol backend, `idemkit_smol::InMemoryBackend`.
-#[derive(Debug)]
-pub struct Smol;
 
 /// smol as a multi-threaded app runs it: vectors run in `smol::block_on`, spawned tasks
 /// on an executor shared by two threads (smol's own global executor has one by default,
@@ -60,25 +52,5 @@ impl Runtime for SmolRuntime {
         async move {
             timer.await;
         }
-    }
-}
-
-impl Target for Smol {
-    type Runtime = SmolRuntime;
-    type DefaultClock = SystemClock;
-    type Backend<C: Clock> = InMemoryBackend<C>;
-
-    fn build<C: Clock>(settings: Settings, clock: C) -> InMemoryBackend<C> {
-        InMemoryBackend::builder()
-            .max_size(settings.max_size)
-            .reclaim_grace(settings.reclaim_grace)
-            .clock(clock)
-            .build()
-    }
-}
-
-impl AsyncTarget for Smol {
-    fn run_purger<C: Clock>(backend: &InMemoryBackend<C>) -> impl Future<Output = ()> + Send {
-        backend.run_purger()
     }
 }

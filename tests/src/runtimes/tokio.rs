@@ -1,18 +1,10 @@
-//! [`Tokio`]: `idemkit_tokio::InMemoryBackend` on a multi-thread tokio runtime.
+//! [`TokioRuntime`]: a multi-thread tokio runtime.
 
 use std::future::Future;
 use std::panic;
 use std::time::Duration;
 
-use idemkit_core::Clock;
-use idemkit_tokio::{InMemoryBackend, TokioClock};
-
 use crate::runtime::Runtime;
-use crate::target::{AsyncTarget, Settings, Target};
-
-/// The tokio backend, `idemkit_tokio::InMemoryBackend`.
-#[derive(Debug)]
-pub struct Tokio;
 
 /// A fresh multi-thread tokio runtime per vector, with its timer enabled.
 #[derive(Debug)]
@@ -44,25 +36,5 @@ impl Runtime for TokioRuntime {
 
     fn sleep(duration: Duration) -> impl Future<Output = ()> + Send + 'static {
         tokio::time::sleep(duration)
-    }
-}
-
-impl Target for Tokio {
-    type Runtime = TokioRuntime;
-    type DefaultClock = TokioClock;
-    type Backend<C: Clock> = InMemoryBackend<C>;
-
-    fn build<C: Clock>(settings: Settings, clock: C) -> InMemoryBackend<C> {
-        InMemoryBackend::builder()
-            .max_size(settings.max_size)
-            .reclaim_grace(settings.reclaim_grace)
-            .clock(clock)
-            .build()
-    }
-}
-
-impl AsyncTarget for Tokio {
-    fn run_purger<C: Clock>(backend: &InMemoryBackend<C>) -> impl Future<Output = ()> + Send {
-        backend.run_purger()
     }
 }
