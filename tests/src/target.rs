@@ -1,5 +1,5 @@
-//! [`Target`]: a backend under test, with the runtime that drives it and a way to build
-//! it with the settings and clock a vector asks for.
+//! [`Target`]: a backend under test, with its executor, the runtime that drives both,
+//! and a way to build it with the settings and clock a vector asks for.
 
 use std::future::Future;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use idemkit_core::{Builder, Clock, Flavor, Store};
 
 use crate::backend::ConformanceBackend;
+use crate::executor::ConformanceExecutor;
 use crate::runtime::Runtime;
 
 /// How a vector wants its backend configured (the clock is passed separately, since it
@@ -55,7 +56,8 @@ impl Settings {
     }
 }
 
-/// A backend family the suite runs against. Every vector is generic over it.
+/// A backend family the suite runs against, with its executor. Every vector, backend
+/// or executor, is generic over it.
 pub trait Target: 'static {
     /// What drives this target's vectors.
     type Runtime: Runtime;
@@ -63,6 +65,8 @@ pub trait Target: 'static {
     type DefaultClock: Clock + Default;
     /// The backend, with leases and TTLs on clock `C`.
     type Backend<C: Clock>: ConformanceBackend;
+    /// The run-once executor over that backend.
+    type Executor<C: Clock>: ConformanceExecutor<Backend = Self::Backend<C>>;
 
     /// A fresh backend (its own store) with `settings` and `clock`, built through the
     /// backend's public builder.

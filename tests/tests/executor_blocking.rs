@@ -1,9 +1,8 @@
 //! The executor vectors on the blocking `Idempotency`.
 
-use idemkit_conformance::executor::blocking_harness::BlockingHarness;
 use idemkit_core::{Idempotency, InMemoryBackend};
 
-idemkit_conformance::executor_vectors!(BlockingHarness);
+idemkit_conformance::executor_tests!(idemkit_conformance::targets::Blocking);
 
 #[test]
 fn the_executor_is_send_and_sync() {

@@ -1,9 +1,8 @@
 //! The executor vectors on `idemkit_smol::Idempotency`.
 
-use idemkit_conformance::executor::smol_harness::SmolHarness;
 use idemkit_smol::{Fingerprint, Idempotency, InMemoryBackend, Key, Response};
 
-idemkit_conformance::executor_vectors!(SmolHarness);
+idemkit_conformance::executor_tests!(idemkit_conformance::targets::Smol);
 
 fn send<T: Send>(_: &T) {}
 

@@ -1,9 +1,8 @@
 //! The executor vectors on `idemkit_tokio::Idempotency`.
 
-use idemkit_conformance::executor::tokio_harness::TokioHarness;
 use idemkit_tokio::{Fingerprint, Idempotency, InMemoryBackend, Key, Response};
 
-idemkit_conformance::executor_vectors!(TokioHarness);
+idemkit_conformance::executor_tests!(idemkit_conformance::targets::Tokio);
 
 fn send<T: Send>(_: &T) {}
 

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use idemkit_tokio::{Claim, InMemoryBackend, Response};
 
-idemkit_conformance::conformance_tests!(idemkit_conformance::targets::Tokio);
-idemkit_conformance::async_conformance_tests!(idemkit_conformance::targets::Tokio);
+idemkit_conformance::backend_tests!(idemkit_conformance::targets::Tokio);
+idemkit_conformance::async_backend_tests!(idemkit_conformance::targets::Tokio);
 
 /// With tokio's clock paused, `tokio::time::advance` lapses a lease and expires a result
 /// through the default `TokioClock`, and a 10 s wait times out on the paused timer

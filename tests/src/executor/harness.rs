@@ -1,85 +1,47 @@
-//! [`Harness`]: what a vector needs from an executor, so each vector is written once
-//! and run on the blocking, tokio and smol executors alike.
+//! [`Harness`]: one executor of a [`Target`] under test, over a fresh backend of that
+//! target, with the events it reported; and [`Setup`], how a vector wants it configured.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use idemkit_core::{
-    Clock, Error, Event, Fingerprint, InMemoryBackend, Key, ManualClock, Outcome, Policy, RunError,
-};
+use futures_lite::future;
+use idemkit_core::{Clock, Error, Event, Fingerprint, Key, ManualClock, Policy};
 
-use crate::executor::op::{Op, OpError};
-
-/// What one run returns in these tests.
-pub type RunResult = Result<Outcome, RunError<OpError>>;
-
-/// A run started in the background; calling it waits for its result.
-pub type Pending = Box<dyn FnOnce() -> RunResult + Send>;
-
-/// The clock behind the backend's leases: the real one, or a [`ManualClock`] the vector
-/// moves.
-#[derive(Clone, Debug)]
-pub enum TestClock {
-    /// [`Instant::now`].
-    Real,
-    /// A clock that moves only when the vector advances it.
-    Manual(ManualClock),
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> Instant {
-        match self {
-            TestClock::Real => Instant::now(),
-            TestClock::Manual(clock) => clock.now(),
-        }
-    }
-}
+use crate::executor::conformance_executor::{ConformanceExecutor, RunResult};
+use crate::executor::op::Op;
+use crate::runtime::Runtime;
+use crate::support;
+use crate::target::{Settings, Target};
 
 /// How a vector wants its executor built.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Setup {
+    /// The backend's settings (the backends' defaults unless changed).
+    pub settings: Settings,
     /// The executor's policy.
     pub policy: Policy,
-    /// The backend's capacity.
-    pub max_size: usize,
-    /// The backend's clock.
-    pub clock: TestClock,
     /// Whether the observer panics after recording each event.
     pub observer_panics: bool,
 }
 
 impl Setup {
-    /// The default policy on a backend with the real clock.
-    pub fn real() -> Setup {
-        Setup {
-            policy: Policy::default(),
-            max_size: 10_000,
-            clock: TestClock::Real,
-            observer_panics: false,
-        }
-    }
-
-    /// The default policy on a backend with a manual clock, and that clock.
-    pub fn manual() -> (Setup, ManualClock) {
-        let clock = ManualClock::new();
-        let setup = Setup {
-            clock: TestClock::Manual(clock.clone()),
-            ..Setup::real()
-        };
-        (setup, clock)
-    }
-
     /// This setup with `policy`.
+    #[must_use]
     pub fn policy(self, policy: Policy) -> Setup {
         Setup { policy, ..self }
     }
 
     /// This setup with a backend of capacity `max_size`.
+    #[must_use]
     pub fn max_size(self, max_size: usize) -> Setup {
-        Setup { max_size, ..self }
+        Setup {
+            settings: self.settings.max_size(max_size),
+            ..self
+        }
     }
 
     /// This setup with an observer that panics on every event (after recording it).
+    #[must_use]
     pub fn panicking_observer(self) -> Setup {
         Setup {
             observer_panics: true,
@@ -110,46 +72,131 @@ impl Events {
     }
 }
 
-/// One executor under test, driven from plain test code.
-pub trait Harness: Sized + Send + Sync + 'static {
-    /// Whether a lost lease cancels the running operation (async executors) rather than
-    /// only telling it (the blocking executor's [`Lease::is_lost`](idemkit_core::Lease)).
-    const CANCELS: bool;
+/// An executor of target `T` set up as `setup`, over a fresh backend on a
+/// [`ManualClock`], and the clock to move it.
+pub fn manual<T: Target>(setup: Setup) -> (Harness<T, ManualClock>, ManualClock) {
+    let (backend, clock) = support::manual::<T>(setup.settings);
+    let harness = Harness::over(backend, setup).expect("the setup's policy is valid");
+    (harness, clock)
+}
 
-    /// The executor `setup` describes, or the error its constructor returned.
-    fn try_build(setup: Setup) -> Result<Self, Error>;
+/// An executor of target `T` set up as `setup`, over a fresh backend on the target's
+/// default (real-time) clock.
+pub fn real<T: Target>(setup: Setup) -> Harness<T, T::DefaultClock> {
+    try_real::<T>(setup).expect("the setup's policy is valid")
+}
 
-    /// The executor `setup` describes.
-    fn build(setup: Setup) -> Self {
-        Self::try_build(setup).expect("the setup's policy is valid")
+/// [`real`], or the error the executor's constructor returned.
+pub fn try_real<T: Target>(setup: Setup) -> Result<Harness<T, T::DefaultClock>, Error> {
+    Harness::over(support::real::<T>(setup.settings), setup)
+}
+
+/// One executor of target `T`, its leases on clock `C`, driven from a vector on the
+/// target's runtime.
+pub struct Harness<T: Target, C: Clock> {
+    executor: T::Executor<C>,
+    events: Events,
+    observer_panics: bool,
+}
+
+impl<T: Target, C: Clock> Harness<T, C> {
+    /// An executor over `backend`, with the policy and observer `setup` asks for.
+    fn over(backend: T::Backend<C>, setup: Setup) -> Result<Harness<T, C>, Error> {
+        Harness::reporting_to(
+            backend,
+            setup.policy,
+            Events::default(),
+            setup.observer_panics,
+        )
+    }
+
+    fn reporting_to(
+        backend: T::Backend<C>,
+        policy: Policy,
+        events: Events,
+        observer_panics: bool,
+    ) -> Result<Harness<T, C>, Error> {
+        let executor = T::Executor::<C>::with_policy(backend, policy)?
+            .on_event(events.observer(observer_panics));
+        Ok(Harness {
+            executor,
+            events,
+            observer_panics,
+        })
+    }
+
+    /// Whether a lost lease cancels the running operation rather than only telling it
+    /// (see [`ConformanceExecutor::CANCELS`]).
+    pub fn cancels(&self) -> bool {
+        T::Executor::<C>::CANCELS
     }
 
     /// Another executor over the same backend with `policy`, reporting to the same
     /// events.
-    fn sibling(&self, policy: Policy) -> Self;
+    pub fn sibling(&self, policy: Policy) -> Harness<T, C> {
+        let backend = self.executor.backend().clone();
+        Harness::reporting_to(backend, policy, self.events.clone(), self.observer_panics)
+            .expect("the sibling's policy is valid")
+    }
 
     /// The executor's policy.
-    fn policy(&self) -> &Policy;
+    pub fn policy(&self) -> &Policy {
+        self.executor.policy()
+    }
 
-    /// The backend, through its blocking interface (the same store).
-    fn backend(&self) -> &InMemoryBackend<TestClock>;
+    /// The backend the executor runs over.
+    pub fn backend(&self) -> &T::Backend<C> {
+        self.executor.backend()
+    }
 
     /// The events reported so far.
-    fn events(&self) -> Vec<Event>;
+    pub fn events(&self) -> Vec<Event> {
+        self.events.all()
+    }
 
     /// Runs `op` for `key` and returns the result (a panic in `op` propagates).
-    fn run(&self, key: &Key, fingerprint: &Fingerprint, op: Op) -> RunResult;
+    pub fn run(
+        &self,
+        key: &Key,
+        fingerprint: &Fingerprint,
+        op: Op,
+    ) -> impl Future<Output = RunResult> + Send {
+        self.executor.run(key, fingerprint, op)
+    }
 
-    /// Starts a run in the background.
-    fn spawn(&self, key: &Key, fingerprint: &Fingerprint, op: Op) -> Pending;
+    /// Starts a run beside the vector, on the target's runtime; await it for its result.
+    pub fn spawn(
+        &self,
+        key: &Key,
+        fingerprint: &Fingerprint,
+        op: Op,
+    ) -> impl Future<Output = RunResult> + Send + 'static {
+        let executor = self.executor.clone();
+        let (key, fingerprint) = (key.clone(), fingerprint.clone());
+        T::Runtime::spawn(async move { executor.run(&key, &fingerprint, op).await })
+    }
 
-    /// Starts a run and drops its future after `after` (async executors only; `None`
-    /// for the blocking executor, whose runs cannot be dropped).
-    fn run_and_cancel_after(
+    /// Starts a run and drops its future after `after`, checking that it had not
+    /// finished by then. `None` for an executor whose runs cannot be dropped (the
+    /// blocking one, whose run blocks whatever polls it).
+    pub async fn run_and_cancel_after(
         &self,
         key: &Key,
         fingerprint: &Fingerprint,
         op: Op,
         after: Duration,
-    ) -> Option<()>;
+    ) -> Option<()> {
+        if !self.cancels() {
+            return None;
+        }
+        let run = async { Some(self.run(key, fingerprint, op).await) };
+        let cancelled = future::or(run, async {
+            T::Runtime::sleep(after).await;
+            None
+        })
+        .await
+        .is_none();
+        assert!(cancelled, "the run finished before it could be cancelled");
+        Some(())
+    }
 }

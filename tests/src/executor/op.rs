@@ -1,13 +1,12 @@
 //! [`Op`]: a scripted operation for the vectors, played the same way by the blocking and
-//! async harnesses, with a [`Probe`] that tells the vector what happened to it.
+//! async executors, with a [`Probe`] that tells the vector what happened to it.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Lease, Response};
+use idemkit_core::{Lease, Response, Timer};
 
 /// How long a gated operation holds at most, so a broken executor fails a vector
 /// instead of hanging it.
@@ -189,20 +188,16 @@ pub fn play_blocking(op: Op, lease: &Lease) -> Result<Response, OpError> {
     op.answer(flight)
 }
 
-/// Plays `op` as a future, sleeping with the runtime's `sleep`.
-pub async fn play_async<S, F>(op: Op, sleep: S) -> Result<Response, OpError>
-where
-    S: Fn(Duration) -> F,
-    F: Future<Output = ()>,
-{
+/// Plays `op` as a future, sleeping on `timer`.
+pub async fn play_async<T: Timer>(op: Op, timer: T) -> Result<Response, OpError> {
     let flight = Flight::start(&op.probe);
     if !op.work.is_zero() {
-        sleep(op.work).await;
+        timer.sleep(op.work).await;
     }
     if let Some(gate) = &op.gate {
         let give_up = Instant::now() + HOLD_AT_MOST;
         while !gate.is_open() && Instant::now() < give_up {
-            sleep(LOOK_EVERY).await;
+            timer.sleep(LOOK_EVERY).await;
         }
     }
     op.answer(flight)

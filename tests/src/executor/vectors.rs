@@ -1,30 +1,33 @@
-//! The executor vectors (issue 5), each written once for any [`Harness`].
+//! The executor vectors (issue 5), each written once as a generic async function over a
+//! [`Target`], driving the target's executor through a [`Harness`].
 //!
 //! Most run on a [`ManualClock`](idemkit_core::ManualClock), so leases lapse when the
 //! vector says; the heartbeat vectors need real time and use generous margins.
 
 use std::any::Any;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use futures_lite::FutureExt;
 use idemkit_core::{
-    Claim, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, RunError, State,
+    Claim, Clock, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, RunError,
+    State,
 };
 
-use crate::executor::harness::{Harness, RunResult, Setup};
+use crate::backend::ConformanceBackend;
+use crate::executor::conformance_executor::RunResult;
+use crate::executor::harness::{Harness, Setup, manual, real, try_real};
 use crate::executor::op::{Answer, Gate, Op, OpError, Probe};
+use crate::support;
+use crate::target::Target;
 
 /// Long enough for anything the machine should do promptly, however loaded.
 const GENEROUS: Duration = Duration::from_secs(5);
 
-/// Polls `condition` every 2 ms until it holds, for at most [`GENEROUS`].
-fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let give_up = Instant::now() + GENEROUS;
-    while !condition() {
-        assert!(Instant::now() < give_up, "gave up waiting until {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+/// Polls `condition` until it holds, for at most [`GENEROUS`].
+async fn eventually<T: Target>(what: &str, condition: impl Fn() -> bool) {
+    support::eventually::<T::Runtime>(what, GENEROUS, condition).await;
 }
 
 fn decision(result: &RunResult) -> Decision {
@@ -53,7 +56,7 @@ fn with_policy(setup: Setup, change: impl FnOnce(&mut Policy)) -> Setup {
 }
 
 /// The token of the claim that holds `key` right now.
-fn holder<H: Harness>(h: &H, key: &Key) -> idemkit_core::ClaimToken {
+fn holder<T: Target, C: Clock>(h: &Harness<T, C>, key: &Key) -> idemkit_core::ClaimToken {
     let record = h.backend().get(key.as_str()).expect("the key is claimed");
     assert_eq!(record.state(), State::Claimed);
     record.claim_token().clone()
@@ -61,14 +64,17 @@ fn holder<H: Harness>(h: &H, key: &Key) -> idemkit_core::ClaimToken {
 
 /// A retry gets the stored response, shared with the store, and the operation does not
 /// run again.
-pub fn a_retry_replays_without_running_again<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(setup);
+pub async fn a_retry_replays_without_running_again<T: Target>() {
+    let (h, _clock) = manual::<T>(Setup::default());
     let (key, request, probe) = (key("retry"), fingerprint("a"), Probe::new());
 
-    let first = h.run(&key, &request, Op::respond(&probe, 201, "charged"));
+    let first = h
+        .run(&key, &request, Op::respond(&probe, 201, "charged"))
+        .await;
     assert_eq!(decision(&first), Decision::New);
-    let retry = h.run(&key, &request, Op::respond(&probe, 201, "charged again"));
+    let retry = h
+        .run(&key, &request, Op::respond(&probe, 201, "charged again"))
+        .await;
     assert_eq!(decision(&retry), Decision::Replayed);
     assert_eq!(body(&retry), b"charged");
     assert_eq!(probe.started(), 1);
@@ -82,14 +88,17 @@ pub fn a_retry_replays_without_running_again<H: Harness>() {
 }
 
 /// Fifty concurrent duplicates: the operation runs once and all fifty get its response.
-pub fn concurrent_duplicates_run_once<H: Harness>() {
-    let h = H::build(Setup::real());
+pub async fn concurrent_duplicates_run_once<T: Target>() {
+    let h = real::<T>(Setup::default());
     let (key, request, probe) = (key("fifty"), fingerprint("a"), Probe::new());
     let op = Op::respond(&probe, 200, "once").working(Duration::from_millis(100));
     let pending: Vec<_> = (0..50)
         .map(|_| h.spawn(&key, &request, op.clone()))
         .collect();
-    let results: Vec<RunResult> = pending.into_iter().map(|join| join()).collect();
+    let mut results: Vec<RunResult> = Vec::with_capacity(pending.len());
+    for run in pending {
+        results.push(run.await);
+    }
 
     assert_eq!(probe.started(), 1, "the operation ran more than once");
     let decisions: Vec<Decision> = results.iter().map(decision).collect();
@@ -122,21 +131,20 @@ pub fn concurrent_duplicates_run_once<H: Harness>() {
 
 /// A duplicate that arrives while the first run is in flight waits for it and replays
 /// its response.
-pub fn a_duplicate_mid_run_waits_and_replays<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(setup);
+pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
+    let (h, _clock) = manual::<T>(Setup::default());
     let (key, request, probe, gate) = (key("mid-run"), fingerprint("a"), Probe::new(), Gate::new());
     let first = h.spawn(
         &key,
         &request,
         Op::respond(&probe, 200, "first").held_by(&gate),
     );
-    eventually("the first run started", || probe.started() == 1);
+    eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "second"));
-    eventually("the duplicate waits", || h.backend().watched_keys() == 1);
+    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
     gate.open();
 
-    let (first, duplicate) = (first(), duplicate());
+    let (first, duplicate) = (first.await, duplicate.await);
     assert_eq!(decision(&first), Decision::New);
     assert_eq!(decision(&duplicate), Decision::ReplayedAfterWait);
     assert_eq!(body(&duplicate), b"first");
@@ -150,10 +158,9 @@ pub fn a_duplicate_mid_run_waits_and_replays<H: Harness>() {
 
 /// A duplicate whose wait times out is told to retry after the rest of the lease,
 /// rounded up to whole seconds.
-pub fn a_duplicate_that_waits_too_long_is_told_when_to_retry<H: Harness>() {
-    let (setup, clock) = Setup::manual();
+pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: Target>() {
     let wait_timeout = Duration::from_millis(100);
-    let h = H::build(with_policy(setup, |p| {
+    let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
         p.lease_ttl = Duration::from_secs(30);
         p.wait_timeout = wait_timeout;
     }));
@@ -164,10 +171,12 @@ pub fn a_duplicate_that_waits_too_long_is_told_when_to_retry<H: Harness>() {
         &request,
         Op::respond(&probe, 200, "first").held_by(&gate),
     );
-    eventually("the first run started", || probe.started() == 1);
+    eventually::<T>("the first run started", || probe.started() == 1).await;
     clock.advance(Duration::from_millis(10_500));
 
-    let duplicate = h.run(&key, &request, Op::respond(&probe, 200, "second"));
+    let duplicate = h
+        .run(&key, &request, Op::respond(&probe, 200, "second"))
+        .await;
     match duplicate {
         Err(RunError::InProgress { retry_after }) => {
             // 19.5 s of the lease left, rounded up.
@@ -184,8 +193,10 @@ pub fn a_duplicate_that_waits_too_long_is_told_when_to_retry<H: Harness>() {
     );
 
     gate.open();
-    assert_eq!(decision(&first()), Decision::New);
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "third"));
+    assert_eq!(decision(&first.await), Decision::New);
+    let retry = h
+        .run(&key, &request, Op::respond(&probe, 200, "third"))
+        .await;
     assert_eq!(decision(&retry), Decision::Replayed);
     assert_eq!(body(&retry), b"first");
     assert_eq!(probe.started(), 1);
@@ -193,9 +204,8 @@ pub fn a_duplicate_that_waits_too_long_is_told_when_to_retry<H: Harness>() {
 
 /// The same key with another fingerprint (or fingerprint version) is refused, both
 /// once completed and while in flight, and never given the stored response.
-pub fn another_request_with_the_key_is_refused<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(with_policy(setup, |p| {
+pub async fn another_request_with_the_key_is_refused<T: Target>() {
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
         p.wait_timeout = Duration::from_secs(1)
     }));
     let (a, b, probe) = (
@@ -206,10 +216,10 @@ pub fn another_request_with_the_key_is_refused<H: Harness>() {
 
     let done = key("completed");
     assert_eq!(
-        decision(&h.run(&done, &a, Op::respond(&probe, 200, "a"))),
+        decision(&h.run(&done, &a, Op::respond(&probe, 200, "a")).await),
         Decision::New
     );
-    let refused = h.run(&done, &b, Op::respond(&probe, 200, "b"));
+    let refused = h.run(&done, &b, Op::respond(&probe, 200, "b")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
@@ -218,7 +228,7 @@ pub fn another_request_with_the_key_is_refused<H: Harness>() {
         fingerprint_version: 2,
         ..h.policy().clone()
     });
-    let refused = v2.run(&done, &a, Op::respond(&probe, 200, "a, v2"));
+    let refused = v2.run(&done, &a, Op::respond(&probe, 200, "a, v2")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
@@ -228,16 +238,16 @@ pub fn another_request_with_the_key_is_refused<H: Harness>() {
     let busy = key("in-flight");
     let gate = Gate::new();
     let first = h.spawn(&busy, &a, Op::respond(&probe, 200, "a").held_by(&gate));
-    eventually("the first run started", || probe.started() == 2);
+    eventually::<T>("the first run started", || probe.started() == 2).await;
     // Refused at once: had it waited, the closed gate would make it time out instead.
-    let refused = h.run(&busy, &b, Op::respond(&probe, 200, "b"));
+    let refused = h.run(&busy, &b, Op::respond(&probe, 200, "b")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
     );
     gate.open();
-    assert_eq!(decision(&first()), Decision::New);
-    let refused = h.run(&busy, &b, Op::respond(&probe, 200, "b"));
+    assert_eq!(decision(&first.await), Decision::New);
+    let refused = h.run(&busy, &b, Op::respond(&probe, 200, "b")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
@@ -253,19 +263,24 @@ pub fn another_request_with_the_key_is_refused<H: Harness>() {
 
 /// A crashed owner (claimed on the backend, never completed) holds the key until its
 /// lease lapses; then the operation runs once, and the owner's late write is refused.
-pub fn a_crashed_owner_is_reclaimed_after_its_lease<H: Harness>() {
-    let (setup, clock) = Setup::manual();
+pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: Target>() {
     let lease = Duration::from_secs(30);
-    let h = H::build(with_policy(setup, |p| {
+    let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
         p.lease_ttl = lease;
         p.wait_timeout = Duration::from_millis(50);
     }));
     let (key, request, probe) = (key("crashed"), fingerprint("a"), Probe::new());
-    let crashed = match h.backend().claim(key.as_str(), request.as_str(), 1, lease) {
+    let crashed = match h
+        .backend()
+        .claim(key.as_str(), request.as_str(), 1, lease)
+        .await
+    {
         Ok(Claim::New(token)) => token,
         other => panic!("expected a new claim, got {other:?}"),
     };
-    let early = h.run(&key, &request, Op::respond(&probe, 200, "early"));
+    let early = h
+        .run(&key, &request, Op::respond(&probe, 200, "early"))
+        .await;
     assert!(
         matches!(early, Err(RunError::InProgress { .. })),
         "{early:?}"
@@ -273,27 +288,35 @@ pub fn a_crashed_owner_is_reclaimed_after_its_lease<H: Harness>() {
     assert_eq!(probe.started(), 0);
 
     clock.advance(lease + Duration::from_secs(1));
-    let reclaimed = h.run(&key, &request, Op::respond(&probe, 200, "reclaimed"));
+    let reclaimed = h
+        .run(&key, &request, Op::respond(&probe, 200, "reclaimed"))
+        .await;
     assert_eq!(decision(&reclaimed), Decision::Reclaimed);
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "again"));
+    let retry = h
+        .run(&key, &request, Op::respond(&probe, 200, "again"))
+        .await;
     assert_eq!(decision(&retry), Decision::Replayed);
     assert_eq!(body(&retry), b"reclaimed");
     assert_eq!(probe.started(), 1);
     let late = idemkit_core::Response::new(200, "late");
     assert!(
         !h.backend()
-            .complete(key.as_str(), &crashed, late, Duration::from_secs(60)),
+            .complete(key.as_str(), &crashed, late, Duration::from_secs(60))
+            .await,
         "the crashed owner's late write was accepted"
     );
 }
 
 /// A 500 is returned but not stored: the claim is released and the retry runs again.
-pub fn an_uncacheable_response_is_not_stored<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(with_policy(setup, |p| p.wait_timeout = Duration::ZERO));
+pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
+        p.wait_timeout = Duration::ZERO
+    }));
     let (key, request, probe) = (key("five-hundred"), fingerprint("a"), Probe::new());
     for attempt in 1..=2 {
-        let result = h.run(&key, &request, Op::respond(&probe, 500, "try later"));
+        let result = h
+            .run(&key, &request, Op::respond(&probe, 500, "try later"))
+            .await;
         assert_eq!(decision(&result), Decision::NotCached);
         assert_eq!(result.unwrap().response.status, 500);
         assert!(
@@ -303,24 +326,27 @@ pub fn an_uncacheable_response_is_not_stored<H: Harness>() {
         assert_eq!(probe.started(), attempt);
     }
     assert_eq!(
-        decision(&h.run(&key, &request, Op::respond(&probe, 200, "ok"))),
+        decision(&h.run(&key, &request, Op::respond(&probe, 200, "ok")).await),
         Decision::New
     );
     assert_eq!(probe.started(), 3);
 }
 
 /// An error releases the claim: the retry runs at once.
-pub fn an_error_releases_the_claim<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
+pub async fn an_error_releases_the_claim<T: Target>() {
     // No waiting: a claim left behind would answer InProgress at once.
-    let h = H::build(with_policy(setup, |p| p.wait_timeout = Duration::ZERO));
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
+        p.wait_timeout = Duration::ZERO
+    }));
     let (key, request, probe) = (key("error"), fingerprint("a"), Probe::new());
-    let failed = h.run(&key, &request, Op::new(&probe, Answer::Fail("declined")));
+    let failed = h
+        .run(&key, &request, Op::new(&probe, Answer::Fail("declined")))
+        .await;
     assert!(
         matches!(&failed, Err(RunError::Handler(OpError("declined")))),
         "{failed:?}"
     );
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok"));
+    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&retry), Decision::New);
     assert_eq!(probe.started(), 2);
     let decisions: Vec<_> = h.events().iter().map(|e| e.decision).collect();
@@ -336,17 +362,18 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 }
 
 /// A panic releases the claim and continues to the caller: the retry runs at once.
-pub fn a_panic_releases_the_claim<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(with_policy(setup, |p| p.wait_timeout = Duration::ZERO));
-    let (key, request, probe) = (key("panic"), fingerprint("a"), Probe::new());
-    let panicked = catch_unwind(AssertUnwindSafe(|| {
-        h.run(
-            &key,
-            &request,
-            Op::new(&probe, Answer::Panic("op exploded")),
-        )
+pub async fn a_panic_releases_the_claim<T: Target>() {
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
+        p.wait_timeout = Duration::ZERO
     }));
+    let (key, request, probe) = (key("panic"), fingerprint("a"), Probe::new());
+    let panicked = AssertUnwindSafe(h.run(
+        &key,
+        &request,
+        Op::new(&probe, Answer::Panic("op exploded")),
+    ))
+    .catch_unwind()
+    .await;
     let payload = panicked.expect_err("the panic reaches the caller");
     assert_eq!(panic_message(payload.as_ref()), "op exploded");
     assert!(
@@ -354,7 +381,7 @@ pub fn a_panic_releases_the_claim<H: Harness>() {
         "the claim was kept"
     );
 
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok"));
+    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&retry), Decision::New);
     assert_eq!(probe.started(), 2);
     let decisions: Vec<_> = h.events().iter().map(|e| e.decision).collect();
@@ -363,10 +390,10 @@ pub fn a_panic_releases_the_claim<H: Harness>() {
 
 /// A slow operation under a short lease keeps its claim through heartbeats, while a
 /// duplicate waits and replays instead of taking the key over.
-pub fn heartbeats_keep_a_slow_run_claimed<H: Harness>() {
+pub async fn heartbeats_keep_a_slow_run_claimed<T: Target>() {
     // Renewed every 200 ms: a beat may run up to 400 ms late on a loaded machine
     // before the lease lapses.
-    let h = H::build(with_policy(Setup::real(), |p| {
+    let h = real::<T>(with_policy(Setup::default(), |p| {
         p.lease_ttl = Duration::from_millis(600);
         p.heartbeat = Heartbeat::Auto;
         p.wait_timeout = GENEROUS;
@@ -374,10 +401,10 @@ pub fn heartbeats_keep_a_slow_run_claimed<H: Harness>() {
     let (key, request, probe) = (key("slow"), fingerprint("a"), Probe::new());
     let slow = Op::respond(&probe, 200, "slow").working(Duration::from_millis(1_500));
     let first = h.spawn(&key, &request, slow.clone());
-    eventually("the first run started", || probe.started() == 1);
+    eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, slow);
 
-    let (first, duplicate) = (first(), duplicate());
+    let (first, duplicate) = (first.await, duplicate.await);
     assert_eq!(
         probe.started(),
         1,
@@ -391,8 +418,8 @@ pub fn heartbeats_keep_a_slow_run_claimed<H: Harness>() {
 /// A heartbeat that cannot renew (the claim was released behind the run's back) loses
 /// the lease: async executors drop the operation, the blocking one tells it, and
 /// nothing is stored.
-pub fn a_heartbeat_that_cannot_renew_loses_the_lease<H: Harness>() {
-    let h = H::build(with_policy(Setup::real(), |p| {
+pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
+    let h = real::<T>(with_policy(Setup::default(), |p| {
         p.lease_ttl = Duration::from_millis(300);
         p.heartbeat = Heartbeat::Auto;
     }));
@@ -402,13 +429,13 @@ pub fn a_heartbeat_that_cannot_renew_loses_the_lease<H: Harness>() {
         &request,
         Op::respond(&probe, 200, "lost").held_by(&gate),
     );
-    eventually("the run started", || probe.started() == 1);
+    eventually::<T>("the run started", || probe.started() == 1).await;
     let token = holder(&h, &key);
-    assert!(h.backend().release(key.as_str(), &token));
+    assert!(h.backend().release(key.as_str(), &token).await);
 
-    let result = run();
+    let result = run.await;
     assert!(matches!(result, Err(RunError::LeaseLost)), "{result:?}");
-    if H::CANCELS {
+    if h.cancels() {
         assert_eq!(probe.dropped(), 1, "the operation was not cancelled");
         assert_eq!(probe.finished(), 0);
     } else {
@@ -424,16 +451,17 @@ pub fn a_heartbeat_that_cannot_renew_loses_the_lease<H: Harness>() {
         h.events().pop().map(|e| e.decision),
         Some(Decision::LeaseLost)
     );
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "again"));
+    let retry = h
+        .run(&key, &request, Op::respond(&probe, 200, "again"))
+        .await;
     assert_eq!(decision(&retry), Decision::New);
 }
 
 /// When another executor takes the key over mid-run, the run's response is returned but
 /// not stored, and the new owner keeps the key.
-pub fn a_run_taken_over_returns_its_response_unstored<H: Harness>() {
-    let (setup, clock) = Setup::manual();
+pub async fn a_run_taken_over_returns_its_response_unstored<T: Target>() {
     let lease = Duration::from_secs(30);
-    let h = H::build(with_policy(setup, |p| {
+    let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
         p.lease_ttl = lease;
         p.heartbeat = Heartbeat::Off;
     }));
@@ -443,15 +471,19 @@ pub fn a_run_taken_over_returns_its_response_unstored<H: Harness>() {
         &request,
         Op::respond(&probe, 200, "mine").held_by(&gate),
     );
-    eventually("the run started", || probe.started() == 1);
+    eventually::<T>("the run started", || probe.started() == 1).await;
     clock.advance(lease + Duration::from_secs(1));
-    let successor = match h.backend().claim(key.as_str(), request.as_str(), 1, lease) {
+    let successor = match h
+        .backend()
+        .claim(key.as_str(), request.as_str(), 1, lease)
+        .await
+    {
         Ok(Claim::Reclaimed(token)) => token,
         other => panic!("expected to reclaim, got {other:?}"),
     };
     gate.open();
 
-    let result = run();
+    let result = run.await;
     assert_eq!(decision(&result), Decision::ReclaimedLoss);
     assert_eq!(body(&result), b"mine");
     let record = h
@@ -463,11 +495,12 @@ pub fn a_run_taken_over_returns_its_response_unstored<H: Harness>() {
 }
 
 /// A full store refuses under FailClosed, and runs unprotected under FailOpen.
-pub fn a_full_store_fails_closed_or_open<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let closed = H::build(setup.clone().max_size(0));
+pub async fn a_full_store_fails_closed_or_open<T: Target>() {
+    let (closed, _clock) = manual::<T>(Setup::default().max_size(0));
     let (key, request, probe) = (key("full"), fingerprint("a"), Probe::new());
-    let refused = closed.run(&key, &request, Op::respond(&probe, 200, "x"));
+    let refused = closed
+        .run(&key, &request, Op::respond(&probe, 200, "x"))
+        .await;
     assert!(
         matches!(refused, Err(RunError::Storage(Error::Full { max_size: 0 }))),
         "{refused:?}"
@@ -475,16 +508,20 @@ pub fn a_full_store_fails_closed_or_open<H: Harness>() {
     assert_eq!(probe.started(), 0);
     assert_eq!(closed.events()[0].decision, Decision::StorageError);
 
-    let open = H::build(with_policy(setup.max_size(0), |p| {
+    let (open, _clock) = manual::<T>(with_policy(Setup::default().max_size(0), |p| {
         p.on_storage_error = OnStorageError::FailOpen;
     }));
     for attempt in 1..=2 {
-        let ran = open.run(&key, &request, Op::respond(&probe, 200, "unprotected"));
+        let ran = open
+            .run(&key, &request, Op::respond(&probe, 200, "unprotected"))
+            .await;
         assert_eq!(decision(&ran), Decision::RanUnprotected);
         assert_eq!(body(&ran), b"unprotected");
         assert_eq!(probe.started(), attempt, "nothing protects an unstored run");
     }
-    let failed = open.run(&key, &request, Op::new(&probe, Answer::Fail("nope")));
+    let failed = open
+        .run(&key, &request, Op::new(&probe, Answer::Fail("nope")))
+        .await;
     assert!(matches!(failed, Err(RunError::Handler(_))), "{failed:?}");
     let decisions: Vec<_> = open.events().iter().map(|e| e.decision).collect();
     assert_eq!(
@@ -499,9 +536,8 @@ pub fn a_full_store_fails_closed_or_open<H: Harness>() {
 
 /// Each run reports exactly one event, with its decision, the hashed key, the
 /// fingerprint version and its latency, and never the raw key.
-pub fn every_run_reports_one_event_without_the_raw_key<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(with_policy(setup, |p| p.fingerprint_version = 7));
+pub async fn every_run_reports_one_event_without_the_raw_key<T: Target>() {
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| p.fingerprint_version = 7));
     let raw = "raw-client-key-8c1f-do-not-log";
     let other_raw = "another-raw-client-key-3e7a";
     let (key, other) = (
@@ -512,11 +548,12 @@ pub fn every_run_reports_one_event_without_the_raw_key<H: Harness>() {
     let work = Duration::from_millis(20);
 
     let runs = [
-        h.run(&key, &a, Op::respond(&probe, 200, "ok").working(work)),
-        h.run(&key, &a, Op::respond(&probe, 200, "ok")),
-        h.run(&key, &b, Op::respond(&probe, 200, "ok")),
-        h.run(&other, &a, Op::respond(&probe, 503, "busy")),
-        h.run(&other, &a, Op::new(&probe, Answer::Fail("no"))),
+        h.run(&key, &a, Op::respond(&probe, 200, "ok").working(work))
+            .await,
+        h.run(&key, &a, Op::respond(&probe, 200, "ok")).await,
+        h.run(&key, &b, Op::respond(&probe, 200, "ok")).await,
+        h.run(&other, &a, Op::respond(&probe, 503, "busy")).await,
+        h.run(&other, &a, Op::new(&probe, Answer::Fail("no"))).await,
     ];
     let events = h.events();
     let reported: Vec<_> = events.iter().map(|e| e.decision).collect();
@@ -546,13 +583,12 @@ pub fn every_run_reports_one_event_without_the_raw_key<H: Harness>() {
 }
 
 /// An observer that panics changes nothing about the runs it observes.
-pub fn a_panicking_observer_does_not_break_the_run<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(setup.panicking_observer());
+pub async fn a_panicking_observer_does_not_break_the_run<T: Target>() {
+    let (h, _clock) = manual::<T>(Setup::default().panicking_observer());
     let (key, request, probe) = (key("observer"), fingerprint("a"), Probe::new());
-    let first = h.run(&key, &request, Op::respond(&probe, 200, "ok"));
+    let first = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&first), Decision::New);
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok"));
+    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&retry), Decision::Replayed);
     assert_eq!(
         h.events().len(),
@@ -562,34 +598,36 @@ pub fn a_panicking_observer_does_not_break_the_run<H: Harness>() {
 }
 
 /// A heartbeat interval that is not shorter than the lease is refused, with the reason.
-pub fn a_heartbeat_not_shorter_than_the_lease_is_refused<H: Harness>() {
+pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
     let lease = Duration::from_secs(3);
     for every in [lease, lease * 2, Duration::ZERO] {
-        let setup = with_policy(Setup::real(), |p| {
+        let setup = with_policy(Setup::default(), |p| {
             p.lease_ttl = lease;
             p.heartbeat = Heartbeat::Every(every);
         });
-        match H::try_build(setup) {
+        match try_real::<T>(setup) {
             Err(Error::InvalidPolicy(why)) => assert!(why.contains("heartbeat"), "{why}"),
             Err(other) => panic!("expected InvalidPolicy, got {other:?}"),
             Ok(_) => panic!("a heartbeat every {every:?} on a {lease:?} lease was accepted"),
         }
     }
-    let fine = with_policy(Setup::real(), |p| {
+    let fine = with_policy(Setup::default(), |p| {
         p.lease_ttl = lease;
         p.heartbeat = Heartbeat::Every(lease / 2);
     });
-    assert!(H::try_build(fine).is_ok());
+    assert!(try_real::<T>(fine).is_ok());
 }
 
 /// A run dropped mid-operation (async only) releases its claim, so the retry runs at
 /// once. Does nothing for the blocking executor, whose runs cannot be dropped.
-pub fn a_dropped_run_releases_its_claim<H: Harness>() {
-    let (setup, _clock) = Setup::manual();
-    let h = H::build(with_policy(setup, |p| p.wait_timeout = Duration::ZERO));
+pub async fn a_dropped_run_releases_its_claim<T: Target>() {
+    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
+        p.wait_timeout = Duration::ZERO
+    }));
     let (key, request, probe, gate) = (key("dropped"), fingerprint("a"), Probe::new(), Gate::new());
     let op = Op::respond(&probe, 200, "never").held_by(&gate);
     if h.run_and_cancel_after(&key, &request, op, Duration::from_millis(50))
+        .await
         .is_none()
     {
         return;
@@ -601,6 +639,6 @@ pub fn a_dropped_run_releases_its_claim<H: Harness>() {
         "the claim was kept"
     );
     assert!(h.events().is_empty(), "a dropped run reports nothing");
-    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok"));
+    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&retry), Decision::New);
 }

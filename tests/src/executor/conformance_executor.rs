@@ -1,0 +1,112 @@
+//! [`ConformanceExecutor`]: the one executor API the suite drives, implemented by the
+//! blocking executor and the async one.
+
+use std::future::Future;
+
+use idemkit_core::{
+    AsyncIdempotency, Backend, Clock, Error, Event, Fingerprint, Idempotency, InMemoryBackend, Key,
+    Outcome, Policy, RunError, Timer,
+};
+
+use crate::backend::ConformanceBackend;
+use crate::executor::op::{Op, OpError, play_async, play_blocking};
+
+/// What one run returns in these tests.
+pub type RunResult = Result<Outcome, RunError<OpError>>;
+
+/// An executor as the suite sees it: async-shaped, so one vector fits every executor.
+/// Clones share one backend and observer.
+///
+/// The blocking executor's run happens inline when polled (so it blocks whatever polls
+/// it: spawn it to run it beside the vector); an async executor's run is its own future.
+pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
+    /// The backend it runs over.
+    type Backend: ConformanceBackend;
+
+    /// Whether a lost lease cancels the running operation (async executors) rather than
+    /// only telling it (the blocking executor's [`Lease::is_lost`](idemkit_core::Lease)).
+    const CANCELS: bool;
+
+    /// An executor over `backend` with `policy`, or the error its constructor returned.
+    fn with_policy(backend: Self::Backend, policy: Policy) -> Result<Self, Error>;
+
+    /// This executor, reporting every run's event to `observer`.
+    fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self;
+
+    /// The backend it runs over.
+    fn backend(&self) -> &Self::Backend;
+
+    /// The executor's policy.
+    fn policy(&self) -> &Policy;
+
+    /// Runs `op` for `key` (a panic in `op` propagates).
+    fn run(
+        &self,
+        key: &Key,
+        fingerprint: &Fingerprint,
+        op: Op,
+    ) -> impl Future<Output = RunResult> + Send;
+}
+
+impl<C: Clock> ConformanceExecutor for Idempotency<C> {
+    type Backend = InMemoryBackend<C>;
+
+    const CANCELS: bool = false;
+
+    fn with_policy(backend: InMemoryBackend<C>, policy: Policy) -> Result<Self, Error> {
+        Idempotency::with_policy(backend, policy)
+    }
+
+    fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        Idempotency::on_event(self, observer)
+    }
+
+    fn backend(&self) -> &InMemoryBackend<C> {
+        Idempotency::backend(self)
+    }
+
+    fn policy(&self) -> &Policy {
+        Idempotency::policy(self)
+    }
+
+    async fn run(&self, key: &Key, fingerprint: &Fingerprint, op: Op) -> RunResult {
+        Idempotency::run(self, key, fingerprint, |lease| play_blocking(op, lease))
+    }
+}
+
+impl<B, T> ConformanceExecutor for AsyncIdempotency<B, T>
+where
+    B: Backend + ConformanceBackend,
+    T: Timer + Default,
+{
+    type Backend = B;
+
+    const CANCELS: bool = true;
+
+    fn with_policy(backend: B, policy: Policy) -> Result<Self, Error> {
+        AsyncIdempotency::with_policy(backend, policy)
+    }
+
+    fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        AsyncIdempotency::on_event(self, observer)
+    }
+
+    fn backend(&self) -> &B {
+        AsyncIdempotency::backend(self)
+    }
+
+    fn policy(&self) -> &Policy {
+        AsyncIdempotency::policy(self)
+    }
+
+    fn run(
+        &self,
+        key: &Key,
+        fingerprint: &Fingerprint,
+        op: Op,
+    ) -> impl Future<Output = RunResult> + Send {
+        // The operation sleeps on the executor's own timer, so on its runtime.
+        let timer = self.timer().clone();
+        AsyncIdempotency::run(self, key, fingerprint, move || play_async(op, timer))
+    }
+}
