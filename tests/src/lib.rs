@@ -30,6 +30,7 @@ mod thread_task;
 use std::future::Future;
 
 pub use backend::ConformanceBackend;
+pub use executor::ConformanceExecutor;
 pub use runtime::Runtime;
 pub use target::{AsyncTarget, Settings, Target};
 pub use thread_task::{ThreadTask, on_thread};

@@ -9,4 +9,4 @@ pub mod op;
 pub mod vectors;
 
 pub use conformance_executor::{ConformanceExecutor, RunResult};
-pub use harness::{Events, Harness, Setup, manual, real, try_real};
+pub use harness::{Harness, Setup, manual, real, try_real};
