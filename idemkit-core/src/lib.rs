@@ -37,6 +37,7 @@ mod claim;
 mod clock;
 mod error;
 mod expiry;
+mod keyhash;
 mod record;
 mod shared;
 mod stamp;
