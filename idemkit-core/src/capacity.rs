@@ -52,8 +52,18 @@ impl Capacity {
 pub(crate) enum Budget {
     /// A store on its own: `held` of `max_size`.
     Own { max_size: usize, held: usize },
-    /// A shard of a backend: the budget all shards share.
-    Shared(Arc<Capacity>),
+    /// A shard of a backend: the budget all shards share, and `credit`, slots this shard
+    /// freed during the operation in progress and has not handed back yet.
+    ///
+    /// A claim that drops an expired record and inserts a new one (the steady state of a
+    /// store at its working size) then touches the shared counter not at all, instead
+    /// of twice. The credit never outlives the operation (the store settles it before
+    /// the shard's lock is released), so the global count stays exact: it only looks as
+    /// if the record were dropped at the end of the operation instead of in its middle.
+    Shared {
+        capacity: Arc<Capacity>,
+        credit: usize,
+    },
 }
 
 impl Budget {
@@ -61,10 +71,17 @@ impl Budget {
         Budget::Own { max_size, held: 0 }
     }
 
+    pub(crate) fn shared(capacity: Arc<Capacity>) -> Budget {
+        Budget::Shared {
+            capacity,
+            credit: 0,
+        }
+    }
+
     pub(crate) fn max_size(&self) -> usize {
         match self {
             Budget::Own { max_size, .. } => *max_size,
-            Budget::Shared(capacity) => capacity.max_size(),
+            Budget::Shared { capacity, .. } => capacity.max_size(),
         }
     }
 
@@ -76,15 +93,28 @@ impl Budget {
                 *held += usize::from(room);
                 room
             }
-            Budget::Shared(capacity) => capacity.try_take(),
+            Budget::Shared { credit, .. } if *credit > 0 => {
+                *credit -= 1;
+                true
+            }
+            Budget::Shared { capacity, .. } => capacity.try_take(),
         }
     }
 
-    /// Gives back `count` slots.
+    /// Gives back `count` slots (to the shared budget once [`Budget::settle`] runs).
     pub(crate) fn give_back(&mut self, count: usize) {
         match self {
             Budget::Own { held, .. } => *held -= count,
-            Budget::Shared(capacity) => capacity.give_back(count),
+            Budget::Shared { credit, .. } => *credit += count,
+        }
+    }
+
+    /// Hands the credit of the operation that just finished back to the shared budget.
+    pub(crate) fn settle(&mut self) {
+        if let Budget::Shared { capacity, credit } = self {
+            if *credit > 0 {
+                capacity.give_back(std::mem::take(credit));
+            }
         }
     }
 }
@@ -108,17 +138,44 @@ mod tests {
     #[test]
     fn shared_budgets_draw_on_one_count() {
         let capacity = Arc::new(Capacity::new(3));
-        let mut first = Budget::Shared(capacity.clone());
-        let mut second = Budget::Shared(capacity.clone());
+        let mut first = Budget::shared(capacity.clone());
+        let mut second = Budget::shared(capacity.clone());
         assert!(first.try_take());
         assert!(second.try_take());
         assert!(first.try_take());
         assert!(!second.try_take(), "the fourth slot of three");
         assert_eq!(capacity.held(), 3);
         first.give_back(2);
+        first.settle();
         assert_eq!(capacity.held(), 1);
         assert!(second.try_take());
         assert!(second.try_take());
         assert!(!first.try_take());
+    }
+
+    #[test]
+    fn a_shards_credit_is_its_own_until_settled() {
+        let capacity = Arc::new(Capacity::new(2));
+        let mut first = Budget::shared(capacity.clone());
+        let mut second = Budget::shared(capacity.clone());
+        assert!(first.try_take());
+        assert!(first.try_take());
+        // The first shard drops a record and, in the same operation, inserts another:
+        // the slot goes from one record to the next without the count moving.
+        first.give_back(1);
+        assert!(
+            !second.try_take(),
+            "mid-operation, the slot is still the first's"
+        );
+        assert!(first.try_take());
+        first.settle();
+        assert_eq!(capacity.held(), 2);
+        // A drop whose slot is not reused is handed back when the operation ends.
+        first.give_back(1);
+        first.settle();
+        assert_eq!(capacity.held(), 1);
+        assert!(second.try_take());
+        assert!(!second.try_take());
+        assert_eq!(capacity.held(), 2);
     }
 }

@@ -105,7 +105,7 @@ impl Store {
         reclaim_grace: Duration,
         hasher: RandomState,
     ) -> Store {
-        Store::counting_against(Budget::Shared(capacity), reclaim_grace, hasher)
+        Store::counting_against(Budget::shared(capacity), reclaim_grace, hasher)
     }
 
     fn counting_against(capacity: Budget, reclaim_grace: Duration, hasher: RandomState) -> Store {
@@ -179,7 +179,21 @@ impl Store {
         }
         let fresh =
             |token| Record::claimed(key, fingerprint, fingerprint_version, token, now, lease_ttl);
-        let result = match self.find_hashed(key, hash) {
+        let result = self.claim_at(key, hash, now, fresh);
+        // Whatever the outcome, even an error after something was purged.
+        self.settle();
+        result
+    }
+
+    /// The lookup and write of a claim, at `now` (purging done); the caller settles.
+    fn claim_at(
+        &mut self,
+        key: &str,
+        hash: KeyHash,
+        now: Stamp,
+        fresh: impl Fn(ClaimToken) -> Record,
+    ) -> Result<Claim, Error> {
+        match self.find_hashed(key, hash) {
             Some(slot) => {
                 let record = self.record(slot);
                 if record.removal_deadline(self.grace) < now {
@@ -202,9 +216,7 @@ impl Store {
                 self.insert(hash, fresh(token.clone()));
                 Ok(Claim::New(token))
             }
-        };
-        self.settle();
-        result
+        }
     }
 
     /// Stores the operation's response for the claim `token` holds.
@@ -491,8 +503,11 @@ impl Store {
         purged
     }
 
-    /// Restores the deadline index's promises after a change (see `expiry`).
+    /// Restores the deadline index's promises after a change (see `expiry`), and hands
+    /// the capacity freed by the change back to a shared budget: every public operation
+    /// that changes the store ends here.
     fn settle(&mut self) {
+        self.capacity.settle();
         let Store {
             deadlines,
             slots,
@@ -543,6 +558,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Other shards may share the capacity: hand back what this store held.
         self.capacity.give_back(self.len);
+        self.capacity.settle();
     }
 }
 
