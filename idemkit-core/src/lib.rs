@@ -40,6 +40,7 @@ mod expiry;
 mod keyhash;
 mod record;
 mod shared;
+mod slots;
 mod stamp;
 mod store;
 mod token;

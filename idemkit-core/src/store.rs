@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::expiry::{DeadlineIndex, Entry, Slot};
 use crate::keyhash::KeyHash;
 use crate::record::{Record, Response};
+use crate::slots::Slots;
 use crate::stamp::{Span, Stamp};
 use crate::token::{ClaimToken, TokenSource};
 
@@ -53,7 +54,7 @@ pub struct Store {
     /// Slots by key; the key itself lives in the record, stored once.
     keys: HashTable<Slot>,
     hasher: RandomState,
-    slots: Vec<Option<Record>>,
+    slots: Slots,
     free: Vec<Slot>,
     deadlines: DeadlineIndex,
     capacity: Budget,
@@ -112,7 +113,7 @@ impl Store {
         Store {
             keys: HashTable::new(),
             hasher,
-            slots: Vec::new(),
+            slots: Slots::default(),
             free: Vec::new(),
             deadlines: DeadlineIndex::default(),
             capacity,
@@ -376,17 +377,13 @@ impl Store {
 
     fn record(&self, slot: Slot) -> &Record {
         // Every slot in `keys` is occupied; the table and the slots change together.
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("indexed slot is occupied")
+        self.slots[slot].as_ref().expect("indexed slot is occupied")
     }
 
     /// Changes the record in `slot` (its key's hash is `hash`) and re-indexes its
     /// deadline.
     fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut Record)) {
-        let record = self.slots[slot as usize]
-            .as_mut()
-            .expect("indexed slot is occupied");
+        let record = self.slots[slot].as_mut().expect("indexed slot is occupied");
         let deadline = record.removal_deadline(self.grace);
         change(record);
         let new = record.removal_deadline(self.grace);
@@ -420,13 +417,10 @@ impl Store {
         let deadline = record.removal_deadline(self.grace);
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(record);
+                self.slots[slot] = Some(record);
                 slot
             }
-            None => {
-                self.slots.push(Some(record));
-                (self.slots.len() - 1) as Slot
-            }
+            None => self.slots.push(record),
         };
         let Store {
             keys,
@@ -454,12 +448,12 @@ impl Store {
         };
         self.deadlines
             .reschedule(old, record.removal_deadline(self.grace));
-        self.slots[slot as usize] = Some(record);
+        self.slots[slot] = Some(record);
     }
 
     /// Removes the record in `slot`, whose key's hash is most likely `hash`.
     fn remove(&mut self, slot: Slot, hash: KeyHash) {
-        let Some(record) = self.slots[slot as usize].take() else {
+        let Some(record) = self.slots[slot].take() else {
             return;
         };
         let found = self
@@ -537,13 +531,13 @@ impl Store {
     }
 }
 
-fn key_of(slots: &[Option<Record>], slot: Slot) -> &str {
-    slots[slot as usize].as_ref().map_or("", Record::key)
+fn key_of(slots: &Slots, slot: Slot) -> &str {
+    slots[slot].as_ref().map_or("", Record::key)
 }
 
 /// Whether a deadline index entry still describes the record in its slot.
-fn is_current(slots: &[Option<Record>], grace: Span, entry: &Entry) -> bool {
-    slots[entry.slot as usize]
+fn is_current(slots: &Slots, grace: Span, entry: &Entry) -> bool {
+    slots[entry.slot]
         .as_ref()
         .is_some_and(|record| record.removal_deadline(grace) == entry.deadline)
 }
@@ -686,7 +680,7 @@ mod consistency {
     /// Removal deadlines of the records held, by slot.
     fn held(store: &Store) -> Vec<(Slot, Stamp)> {
         (0..)
-            .zip(&store.slots)
+            .zip(store.slots.iter())
             .filter_map(|(slot, record)| {
                 Some((slot, record.as_ref()?.removal_deadline(store.grace)))
             })
