@@ -4,7 +4,9 @@
 //! Both read the system clock for their claim and their complete, as a real backend
 //! must. The backend completes each fresh key with a TTL of zero, so a later claim on
 //! the same shard purges it (at most one such record waits per shard); the baseline
-//! removes it explicitly. Goal: the backend at least 1.5x the baseline's throughput.
+//! removes it explicitly. Samples are timed in thread CPU time (see
+//! `support::thread_cpu_time`). Goal: the backend at least 1.5x the baseline's
+//! throughput.
 
 mod support;
 
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use idemkit_core::{InMemoryBackend, Response};
 use support::baseline::Baseline;
-use support::{BODY, FINGERPRINT, HELD, KeyBatch, Keys, LEASE};
+use support::{BODY, FINGERPRINT, HELD, Keys, LEASE};
 
 fn claim_complete(c: &mut Criterion) {
     let mut group = c.benchmark_group("backend_vs_baseline");
@@ -23,12 +25,9 @@ fn claim_complete(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("backend", |b| {
         b.iter_custom(|iters| {
-            let batch = KeyBatch::new(&mut keys, iters);
-            let start = Instant::now();
-            for key in batch.iter() {
+            support::cpu_timed(&mut keys, iters, |key| {
                 support::backend_claim_complete(&backend, key);
-            }
-            start.elapsed()
+            })
         });
     });
     // Each shard (at most 512) may still hold the one record its last claim completed.
@@ -43,17 +42,14 @@ fn claim_complete(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("baseline", |b| {
         b.iter_custom(|iters| {
-            let batch = KeyBatch::new(&mut keys, iters);
-            let start = Instant::now();
-            for key in batch.iter() {
+            support::cpu_timed(&mut keys, iters, |key| {
                 let token = baseline
                     .claim(key, FINGERPRINT, 1, LEASE, Instant::now())
                     .expect("key is new");
                 let body = Response::new(200, BODY);
                 assert!(baseline.complete(key, &token, body, Duration::ZERO, Instant::now()));
                 assert!(baseline.remove(key));
-            }
-            start.elapsed()
+            })
         });
     });
     assert_eq!(baseline.len(), HELD);

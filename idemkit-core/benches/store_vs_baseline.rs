@@ -2,7 +2,8 @@
 //! baseline, each holding 1,000 records.
 //!
 //! Both are given the same explicit `now`, advanced by one microsecond per operation,
-//! and the same unique 18-byte keys, made before each sample is timed.
+//! and the same unique 18-byte keys, made before each sample is timed. Samples are timed
+//! in thread CPU time (see `support::thread_cpu_time`).
 //! The held count stays steady on both sides: the `Store` completes each fresh key with a
 //! TTL of zero, so its next claim purges it through the deadline index (work the `Store`
 //! really does); the baseline removes it with an explicit `HashMap::remove` under its
@@ -16,7 +17,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use idemkit_core::Store;
 use support::baseline::Baseline;
-use support::{HELD, KeyBatch, Keys, TICK};
+use support::{HELD, Keys, TICK};
 
 fn claim_complete(c: &mut Criterion) {
     let mut group = c.benchmark_group("store_vs_baseline");
@@ -27,13 +28,10 @@ fn claim_complete(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("store", |b| {
         b.iter_custom(|iters| {
-            let batch = KeyBatch::new(&mut keys, iters);
-            let start = Instant::now();
-            for key in batch.iter() {
+            support::cpu_timed(&mut keys, iters, |key| {
                 now += TICK;
                 support::store_claim_complete(&mut store, key, now);
-            }
-            start.elapsed()
+            })
         });
     });
     assert!(store.len() <= HELD + 1, "the store grew to {}", store.len());
@@ -45,13 +43,10 @@ fn claim_complete(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("baseline", |b| {
         b.iter_custom(|iters| {
-            let batch = KeyBatch::new(&mut keys, iters);
-            let start = Instant::now();
-            for key in batch.iter() {
+            support::cpu_timed(&mut keys, iters, |key| {
                 now += TICK;
                 baseline.claim_complete_remove(key, now);
-            }
-            start.elapsed()
+            })
         });
     });
     assert_eq!(baseline.len(), HELD);
