@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::stamp::Stamp;
+use crate::stamp::{Span, Stamp};
 use crate::token::ClaimToken;
 
 /// Where a record is in its life.
@@ -161,11 +161,11 @@ impl Record {
 
     /// The instant after which the record is gone: its expiry once completed, or its
     /// lease plus the reclaim grace while claimed.
-    pub(crate) fn removal_deadline(&self, reclaim_grace: Duration) -> Stamp {
+    pub(crate) fn removal_deadline(&self, reclaim_grace: Span) -> Stamp {
         if self.is_completed() {
             self.deadline
         } else {
-            self.deadline.saturating_add(reclaim_grace)
+            self.deadline.saturating_add_span(reclaim_grace)
         }
     }
 

@@ -43,7 +43,12 @@ impl Stamp {
 
     /// `self + duration`, saturating at [`Stamp::NEVER`]: it never panics.
     pub(crate) fn saturating_add(self, duration: Duration) -> Stamp {
-        Stamp(self.0.saturating_add(nanos(duration)))
+        self.saturating_add_span(Span::from_duration(duration))
+    }
+
+    /// `self + span`, saturating at [`Stamp::NEVER`].
+    pub(crate) fn saturating_add_span(self, span: Span) -> Stamp {
+        Stamp(self.0.saturating_add(span.0))
     }
 
     /// The smallest stamp after this one.
@@ -51,9 +56,32 @@ impl Stamp {
         Stamp(self.0.saturating_add(1))
     }
 
+    /// A stamp from its raw nanoseconds, for tests of the structures that hold stamps.
+    #[cfg(test)]
+    pub(crate) const fn from_nanos(nanos: i64) -> Stamp {
+        Stamp(nanos)
+    }
+
+    /// The raw nanoseconds, for tests.
+    #[cfg(test)]
+    pub(crate) const fn nanos(self) -> i64 {
+        self.0
+    }
+
     /// How long from `self` until `later`, zero if `later` is not after `self`.
     pub(crate) fn until(self, later: Stamp) -> Duration {
         Duration::from_nanos(u64::try_from(later.0.saturating_sub(self.0)).unwrap_or(0))
+    }
+}
+
+/// A duration in the stamps' unit, saturated to their range: for a duration added over
+/// and over (the reclaim grace), converted once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span(i64);
+
+impl Span {
+    pub(crate) fn from_duration(duration: Duration) -> Span {
+        Span(nanos(duration))
     }
 }
 

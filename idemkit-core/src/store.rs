@@ -1,18 +1,20 @@
 //! [`Store`]: the sans-IO idempotency state machine.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::RandomState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hashbrown::HashTable;
 
-use crate::capacity::Capacity;
+use crate::capacity::{Budget, Capacity};
 use crate::claim::Claim;
 use crate::error::Error;
-use crate::expiry::{DeadlineIndex, Slot};
+use crate::expiry::{DeadlineIndex, Entry, Slot};
+use crate::keyhash::KeyHash;
 use crate::record::{Record, Response};
-use crate::stamp::Stamp;
+use crate::slots::Slots;
+use crate::stamp::{Span, Stamp};
 use crate::token::{ClaimToken, TokenSource};
 
 /// How many due records a claim removes on its way, at most. Each claim adds at most one
@@ -52,11 +54,13 @@ pub struct Store {
     /// Slots by key; the key itself lives in the record, stored once.
     keys: HashTable<Slot>,
     hasher: RandomState,
-    slots: Vec<Option<Record>>,
+    slots: Slots,
     free: Vec<Slot>,
     deadlines: DeadlineIndex,
-    capacity: Arc<Capacity>,
+    capacity: Budget,
     reclaim_grace: Duration,
+    /// `reclaim_grace` in the stamps' unit, as every deadline computation adds it.
+    grace: Span,
     /// The latest `now` seen, for `release`, which takes none.
     latest: Stamp,
     tokens: TokenSource,
@@ -77,9 +81,10 @@ impl Store {
 
     /// An empty store holding at most `max_size` records.
     pub fn with_max_size(max_size: usize) -> Store {
-        Store::sharing(
-            Arc::new(Capacity::new(max_size)),
+        Store::counting_against(
+            Budget::own(max_size),
             Store::DEFAULT_RECLAIM_GRACE,
+            RandomState::new(),
         )
     }
 
@@ -89,20 +94,31 @@ impl Store {
     #[must_use]
     pub fn with_reclaim_grace(mut self, reclaim_grace: Duration) -> Store {
         self.reclaim_grace = reclaim_grace;
+        self.grace = Span::from_duration(reclaim_grace);
         self
     }
 
     /// A store whose records count against `capacity`, shared with other stores (the
-    /// shards of one backend).
-    pub(crate) fn sharing(capacity: Arc<Capacity>, reclaim_grace: Duration) -> Store {
+    /// shards of one backend), hashing keys with `hasher`, which the backend also uses to
+    /// route keys to shards, so each key is hashed once per operation.
+    pub(crate) fn sharing(
+        capacity: Arc<Capacity>,
+        reclaim_grace: Duration,
+        hasher: RandomState,
+    ) -> Store {
+        Store::counting_against(Budget::shared(capacity), reclaim_grace, hasher)
+    }
+
+    fn counting_against(capacity: Budget, reclaim_grace: Duration, hasher: RandomState) -> Store {
         Store {
             keys: HashTable::new(),
-            hasher: RandomState::new(),
-            slots: Vec::new(),
+            hasher,
+            slots: Slots::default(),
             free: Vec::new(),
             deadlines: DeadlineIndex::default(),
             capacity,
             reclaim_grace,
+            grace: Span::from_duration(reclaim_grace),
             latest: Stamp::UNSET,
             tokens: TokenSource::new(),
             len: 0,
@@ -139,6 +155,20 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> Result<Claim, Error> {
+        let hash = KeyHash::of(&self.hasher, key);
+        self.claim_hashed(key, hash, fingerprint, fingerprint_version, lease_ttl, now)
+    }
+
+    /// [`Store::claim`] for a key whose hash under this store's hasher is `hash`.
+    pub(crate) fn claim_hashed(
+        &mut self,
+        key: &str,
+        hash: KeyHash,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> Result<Claim, Error> {
         if u32::try_from(key.len()).is_err() {
             return Err(Error::KeyTooLong { len: key.len() });
         }
@@ -150,12 +180,26 @@ impl Store {
         }
         let fresh =
             |token| Record::claimed(key, fingerprint, fingerprint_version, token, now, lease_ttl);
-        let result = match self.find(key) {
+        let result = self.claim_at(key, hash, now, fresh);
+        // Whatever the outcome, even an error after something was purged.
+        self.settle();
+        result
+    }
+
+    /// The lookup and write of a claim, at `now` (purging done); the caller settles.
+    fn claim_at(
+        &mut self,
+        key: &str,
+        hash: KeyHash,
+        now: Stamp,
+        fresh: impl Fn(ClaimToken) -> Record,
+    ) -> Result<Claim, Error> {
+        match self.find_hashed(key, hash) {
             Some(slot) => {
                 let record = self.record(slot);
-                if record.removal_deadline(self.reclaim_grace) < now {
+                if record.removal_deadline(self.grace) < now {
                     let token = self.tokens.next()?;
-                    self.replace(slot, fresh(token.clone()));
+                    self.replace(slot, hash, fresh(token.clone()));
                     Ok(Claim::New(token))
                 } else if record.is_completed() {
                     Ok(Claim::Completed(record.clone()))
@@ -163,19 +207,17 @@ impl Store {
                     Ok(Claim::InFlight(record.clone()))
                 } else {
                     let token = self.tokens.next()?;
-                    self.replace(slot, fresh(token.clone()));
+                    self.replace(slot, hash, fresh(token.clone()));
                     Ok(Claim::Reclaimed(token))
                 }
             }
             None => {
                 let token = self.tokens.next()?;
                 self.take_capacity(now)?;
-                self.insert(fresh(token.clone()));
+                self.insert(hash, fresh(token.clone()));
                 Ok(Claim::New(token))
             }
-        };
-        self.settle();
-        result
+        }
     }
 
     /// Stores the operation's response for the claim `token` holds.
@@ -193,11 +235,27 @@ impl Store {
         expires_after: Duration,
         now: Instant,
     ) -> bool {
+        let hash = KeyHash::of(&self.hasher, key);
+        self.complete_hashed(key, hash, token, response, expires_after, now)
+    }
+
+    /// [`Store::complete`] for a key whose hash is `hash`.
+    pub(crate) fn complete_hashed(
+        &mut self,
+        key: &str,
+        hash: KeyHash,
+        token: &ClaimToken,
+        response: Response,
+        expires_after: Duration,
+        now: Instant,
+    ) -> bool {
         let now = self.observe(now);
-        let Some(slot) = self.held_by(key, token, now) else {
+        let Some(slot) = self.held_by(key, hash, token, now) else {
             return false;
         };
-        self.update(slot, |record| record.complete(now, response, expires_after));
+        self.update(slot, hash, |record| {
+            record.complete(now, response, expires_after)
+        });
         true
     }
 
@@ -207,10 +265,16 @@ impl Store {
     /// `release` takes no `now`; it judges whether a lapsed claim is past its reclaim
     /// grace by the latest instant the store has been given.
     pub fn release(&mut self, key: &str, token: &ClaimToken) -> bool {
-        let Some(slot) = self.held_by(key, token, self.latest) else {
+        let hash = KeyHash::of(&self.hasher, key);
+        self.release_hashed(key, hash, token)
+    }
+
+    /// [`Store::release`] for a key whose hash is `hash`.
+    pub(crate) fn release_hashed(&mut self, key: &str, hash: KeyHash, token: &ClaimToken) -> bool {
+        let Some(slot) = self.held_by(key, hash, token, self.latest) else {
             return false;
         };
-        self.remove(slot);
+        self.remove(slot, hash);
         self.settle();
         true
     }
@@ -225,20 +289,38 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> bool {
+        let hash = KeyHash::of(&self.hasher, key);
+        self.renew_hashed(key, hash, token, lease_ttl, now)
+    }
+
+    /// [`Store::renew`] for a key whose hash is `hash`.
+    pub(crate) fn renew_hashed(
+        &mut self,
+        key: &str,
+        hash: KeyHash,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> bool {
         let now = self.observe(now);
-        let Some(slot) = self.held_by(key, token, now) else {
+        let Some(slot) = self.held_by(key, hash, token, now) else {
             return false;
         };
-        self.update(slot, |record| record.renew(now, lease_ttl));
+        self.update(slot, hash, |record| record.renew(now, lease_ttl));
         true
     }
 
     /// The record of `key`, unless there is none or it is gone (an expired completed
     /// record, or a lapsed claim past its reclaim grace, even if not purged yet).
     pub fn get(&self, key: &str, now: Instant) -> Option<&Record> {
+        self.get_hashed(key, KeyHash::of(&self.hasher, key), now)
+    }
+
+    /// [`Store::get`] for a key whose hash is `hash`.
+    pub(crate) fn get_hashed(&self, key: &str, hash: KeyHash, now: Instant) -> Option<&Record> {
         let now = Stamp::from_instant(now);
-        let record = self.record(self.find(key)?);
-        (now <= record.removal_deadline(self.reclaim_grace)).then_some(record)
+        let record = self.record(self.find_hashed(key, hash)?);
+        (now <= record.removal_deadline(self.grace)).then_some(record)
     }
 
     /// Drops every record that has expired by `now` and returns how many. Costs what it
@@ -275,39 +357,42 @@ impl Store {
         now
     }
 
-    fn find(&self, key: &str) -> Option<Slot> {
-        let hash = self.hasher.hash_one(key);
+    fn find_hashed(&self, key: &str, hash: KeyHash) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
-            .find(hash, |&slot| key_of(slots, slot) == key)
+            .find(hash.table(), |&slot| key_of(slots, slot) == key)
             .copied()
     }
 
-    /// The slot of `key` if `token` holds its claim and the claim is not gone at `now`.
-    fn held_by(&self, key: &str, token: &ClaimToken, now: Stamp) -> Option<Slot> {
-        let slot = self.find(key)?;
+    /// The slot of `key` (whose hash is `hash`) if `token` holds its claim and the claim
+    /// is not gone at `now`.
+    fn held_by(&self, key: &str, hash: KeyHash, token: &ClaimToken, now: Stamp) -> Option<Slot> {
+        let slot = self.find_hashed(key, hash)?;
         let record = self.record(slot);
         let held = !record.is_completed()
             && record.claim_token() == token
-            && now <= record.removal_deadline(self.reclaim_grace);
+            && now <= record.removal_deadline(self.grace);
         held.then_some(slot)
     }
 
     fn record(&self, slot: Slot) -> &Record {
         // Every slot in `keys` is occupied; the table and the slots change together.
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("indexed slot is occupied")
+        self.slots[slot].as_ref().expect("indexed slot is occupied")
     }
 
-    /// Changes the record in `slot` and re-indexes its deadline.
-    fn update(&mut self, slot: Slot, change: impl FnOnce(&mut Record)) {
-        let record = self.slots[slot as usize]
-            .as_mut()
-            .expect("indexed slot is occupied");
+    /// Changes the record in `slot` (its key's hash is `hash`) and re-indexes its
+    /// deadline.
+    fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut Record)) {
+        let record = self.slots[slot].as_mut().expect("indexed slot is occupied");
+        let deadline = record.removal_deadline(self.grace);
         change(record);
-        let deadline = record.removal_deadline(self.reclaim_grace);
-        self.deadlines.push(deadline, slot);
+        let new = record.removal_deadline(self.grace);
+        let old = Entry {
+            deadline,
+            slot,
+            hash,
+        };
+        self.deadlines.reschedule(old, new);
         self.settle();
     }
 
@@ -326,19 +411,16 @@ impl Store {
         })
     }
 
-    /// Inserts a record for a key not present; its capacity is already taken.
-    fn insert(&mut self, record: Record) {
-        let hash = self.hasher.hash_one(record.key());
-        let deadline = record.removal_deadline(self.reclaim_grace);
+    /// Inserts a record for a key not present, whose hash is `hash`; its capacity is
+    /// already taken.
+    fn insert(&mut self, hash: KeyHash, record: Record) {
+        let deadline = record.removal_deadline(self.grace);
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(record);
+                self.slots[slot] = Some(record);
                 slot
             }
-            None => {
-                self.slots.push(Some(record));
-                (self.slots.len() - 1) as Slot
-            }
+            None => self.slots.push(record),
         };
         let Store {
             keys,
@@ -346,25 +428,50 @@ impl Store {
             slots,
             ..
         } = self;
-        keys.insert_unique(hash, slot, |&slot| hasher.hash_one(key_of(slots, slot)));
-        self.deadlines.push(deadline, slot);
+        keys.insert_unique(hash.table(), slot, |&slot| {
+            KeyHash::of(hasher, key_of(slots, slot)).table()
+        });
+        self.deadlines.push(Entry {
+            deadline,
+            slot,
+            hash,
+        });
         self.len += 1;
     }
 
-    /// Puts a fresh claim where a record of the same key was.
-    fn replace(&mut self, slot: Slot, record: Record) {
+    /// Puts a fresh claim where a record of the same key (whose hash is `hash`) was.
+    fn replace(&mut self, slot: Slot, hash: KeyHash, record: Record) {
+        let old = Entry {
+            deadline: self.record(slot).removal_deadline(self.grace),
+            slot,
+            hash,
+        };
         self.deadlines
-            .push(record.removal_deadline(self.reclaim_grace), slot);
-        self.slots[slot as usize] = Some(record);
+            .reschedule(old, record.removal_deadline(self.grace));
+        self.slots[slot] = Some(record);
     }
 
-    fn remove(&mut self, slot: Slot) {
-        let Some(record) = self.slots[slot as usize].take() else {
+    /// Removes the record in `slot`, whose key's hash is most likely `hash`.
+    fn remove(&mut self, slot: Slot, hash: KeyHash) {
+        let Some(record) = self.slots[slot].take() else {
             return;
         };
-        let hash = self.hasher.hash_one(record.key());
-        if let Ok(entry) = self.keys.find_entry(hash, |&indexed| indexed == slot) {
+        let found = self
+            .keys
+            .find_entry(hash.table(), |&indexed| indexed == slot);
+        if let Ok(entry) = found {
             entry.remove();
+        } else {
+            // A purge can reach a record through a deadline entry written for an earlier
+            // record of the same slot, due at the same instant (so this record is due as
+            // well): that entry carries the other key's hash.
+            let own = KeyHash::of(&self.hasher, record.key());
+            if let Ok(entry) = self
+                .keys
+                .find_entry(own.table(), |&indexed| indexed == slot)
+            {
+                entry.remove();
+            }
         }
         self.free.push(slot);
         self.len -= 1;
@@ -374,10 +481,10 @@ impl Store {
     /// Removes the record with the earliest deadline if it is due. `None` when nothing is
     /// due; otherwise whether a record was removed (the entry may have been stale).
     fn purge_one(&mut self, now: Stamp) -> Option<bool> {
-        let (deadline, slot) = self.deadlines.pop_before(now)?;
-        let current = is_current(&self.slots, self.reclaim_grace, deadline, slot);
+        let entry = self.deadlines.pop_before(now)?;
+        let current = is_current(&self.slots, self.grace, &entry);
         if current {
-            self.remove(slot);
+            self.remove(entry.slot, entry.hash);
         }
         Some(current)
     }
@@ -390,24 +497,33 @@ impl Store {
         purged
     }
 
-    /// Restores the deadline index's promises after a change (see `expiry`).
+    /// Restores the deadline index's promises after a change (see `expiry`), and hands
+    /// the capacity freed by the change back to a shared budget: every public operation
+    /// that changes the store ends here.
     fn settle(&mut self) {
+        self.capacity.settle();
         let Store {
             deadlines,
             slots,
-            reclaim_grace,
+            grace,
             len,
+            hasher,
             ..
         } = self;
-        let grace = *reclaim_grace;
+        let grace = *grace;
         deadlines.settle(
             *len,
-            |deadline, slot| is_current(slots, grace, deadline, slot),
+            |entry| is_current(slots, grace, entry),
             || {
                 (0..)
                     .zip(slots.iter())
                     .filter_map(|(slot, record)| {
-                        Some((record.as_ref()?.removal_deadline(grace), slot))
+                        let record = record.as_ref()?;
+                        Some(Entry {
+                            deadline: record.removal_deadline(grace),
+                            slot,
+                            hash: KeyHash::of(hasher, record.key()),
+                        })
                     })
                     .collect()
             },
@@ -415,15 +531,15 @@ impl Store {
     }
 }
 
-fn key_of(slots: &[Option<Record>], slot: Slot) -> &str {
-    slots[slot as usize].as_ref().map_or("", Record::key)
+fn key_of(slots: &Slots, slot: Slot) -> &str {
+    slots[slot].as_ref().map_or("", Record::key)
 }
 
-/// Whether a deadline index entry still describes the record in `slot`.
-fn is_current(slots: &[Option<Record>], grace: Duration, deadline: Stamp, slot: Slot) -> bool {
-    slots[slot as usize]
+/// Whether a deadline index entry still describes the record in its slot.
+fn is_current(slots: &Slots, grace: Span, entry: &Entry) -> bool {
+    slots[entry.slot]
         .as_ref()
-        .is_some_and(|record| record.removal_deadline(grace) == deadline)
+        .is_some_and(|record| record.removal_deadline(grace) == entry.deadline)
 }
 
 impl Default for Store {
@@ -436,6 +552,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Other shards may share the capacity: hand back what this store held.
         self.capacity.give_back(self.len);
+        self.capacity.settle();
     }
 }
 
@@ -499,5 +616,157 @@ mod tests {
             None,
             "a record that never expires is not indexed"
         );
+    }
+}
+
+/// The structures behind the store (the slot table, the key table, the deadline index and
+/// the capacity count) agree with each other after any sequence of operations.
+#[cfg(test)]
+mod consistency {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const KEYS: [&str; 4] = ["a", "b", "c", "d"];
+    const GRACE: Duration = Duration::from_millis(3);
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Claim {
+            key: usize,
+            lease: Duration,
+        },
+        Complete {
+            key: usize,
+            ttl: Duration,
+            stale: bool,
+        },
+        Release {
+            key: usize,
+        },
+        Renew {
+            key: usize,
+            lease: Duration,
+        },
+        Advance(Duration),
+        Purge,
+    }
+
+    fn span() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            Just(Duration::ZERO),
+            Just(Duration::from_millis(1)),
+            Just(Duration::from_millis(5)),
+            Just(Duration::from_millis(50)),
+            Just(Duration::MAX),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let key = 0..KEYS.len();
+        prop_oneof![
+            3 => (key.clone(), span()).prop_map(|(key, lease)| Op::Claim { key, lease }),
+            3 => (key.clone(), span(), any::<bool>())
+                .prop_map(|(key, ttl, stale)| Op::Complete { key, ttl, stale }),
+            1 => key.clone().prop_map(|key| Op::Release { key }),
+            2 => (key, span()).prop_map(|(key, lease)| Op::Renew { key, lease }),
+            2 => (0u64..8).prop_map(|ms| Op::Advance(Duration::from_millis(ms))),
+            1 => Just(Op::Purge),
+        ]
+    }
+
+    /// Removal deadlines of the records held, by slot.
+    fn held(store: &Store) -> Vec<(Slot, Stamp)> {
+        (0..)
+            .zip(store.slots.iter())
+            .filter_map(|(slot, record)| {
+                Some((slot, record.as_ref()?.removal_deadline(store.grace)))
+            })
+            .collect()
+    }
+
+    fn check(store: &Store) {
+        let held = held(store);
+        assert_eq!(store.len(), held.len());
+        assert_eq!(store.keys.len(), held.len(), "one table entry per record");
+        let Budget::Own { held: counted, .. } = store.capacity else {
+            panic!("a lone store has a budget of its own");
+        };
+        assert_eq!(counted, held.len(), "the capacity counts every record");
+        for &(slot, _) in &held {
+            let key = store.record(slot).key();
+            assert_eq!(
+                store.find_hashed(key, KeyHash::of(&store.hasher, key)),
+                Some(slot)
+            );
+        }
+        let earliest = held
+            .iter()
+            .map(|&(_, deadline)| deadline)
+            .filter(|&deadline| deadline != Stamp::NEVER)
+            .min();
+        assert_eq!(
+            store.next_expiry(),
+            earliest.map(|deadline| deadline.next().to_instant()),
+            "the index's earliest entry is exact"
+        );
+        assert!(
+            store.deadlines.len() <= 2 * held.len() + 66,
+            "{}",
+            store.deadlines.len()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn the_structures_agree_after_any_sequence(ops in prop::collection::vec(op(), 1..80)) {
+            let mut store = Store::with_max_size(3).with_reclaim_grace(GRACE);
+            let mut now = Instant::now();
+            let mut tokens: HashMap<usize, Vec<ClaimToken>> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Claim { key, lease } => {
+                        if let Ok(Claim::New(token) | Claim::Reclaimed(token)) =
+                            store.claim(KEYS[key], "fp", 1, lease, now)
+                        {
+                            tokens.entry(key).or_default().push(token);
+                        }
+                    }
+                    Op::Complete { key, ttl, stale } => {
+                        let held = tokens.get(&key).map(Vec::as_slice).unwrap_or_default();
+                        let token = if stale { held.first() } else { held.last() };
+                        if let Some(token) = token {
+                            let response = Response::new(200, "ok");
+                            let _ = store.complete(KEYS[key], token, response, ttl, now);
+                        }
+                    }
+                    Op::Release { key } => {
+                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
+                            let _ = store.release(KEYS[key], token);
+                        }
+                    }
+                    Op::Renew { key, lease } => {
+                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
+                            let _ = store.renew(KEYS[key], token, lease, now);
+                        }
+                    }
+                    Op::Advance(by) => now += by,
+                    Op::Purge => {
+                        let at = Stamp::from_instant(now);
+                        let due = held(&store)
+                            .iter()
+                            .filter(|&&(_, deadline)| deadline < at)
+                            .count();
+                        prop_assert_eq!(store.purge_expired(now), due);
+                        prop_assert!(held(&store).iter().all(|&(_, deadline)| at <= deadline));
+                    }
+                }
+                check(&store);
+            }
+        }
     }
 }
