@@ -246,7 +246,9 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
     {
         match decide::storage_failed(error, self.policy.on_storage_error) {
             StorageFailed::Refuse(refusal) => Ok(Err(refusal)),
-            StorageFailed::RunUnprotected => AssertUnwindSafe(op())
+            // `op()` is called inside the caught future, so a panic before its first
+            // await is caught as well.
+            StorageFailed::RunUnprotected => AssertUnwindSafe(async { op().await })
                 .catch_unwind()
                 .await
                 .map(decide::unprotected),
@@ -272,7 +274,10 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
             key,
             token: Some(&token),
         };
-        let operation = async { Race::Finished(AssertUnwindSafe(op()).catch_unwind().await) };
+        // `op()` is called inside the caught future: a closure that panics before
+        // returning its future is a panicking operation too (released, one event).
+        let operation =
+            async { Race::Finished(AssertUnwindSafe(async { op().await }).catch_unwind().await) };
         let heartbeat = async {
             self.heartbeat(key, &token).await;
             Race::Lost
