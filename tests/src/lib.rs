@@ -135,6 +135,8 @@ macro_rules! executor_tests {
             a_retry_replays_without_running_again,
             concurrent_duplicates_run_once,
             a_duplicate_mid_run_waits_and_replays,
+            a_waiting_duplicate_runs_once_the_first_releases,
+            a_waiting_duplicate_reclaims_a_lease_that_lapses,
             a_duplicate_that_waits_too_long_is_told_when_to_retry,
             another_request_with_the_key_is_refused,
             a_crashed_owner_is_reclaimed_after_its_lease,

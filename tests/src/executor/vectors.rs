@@ -156,6 +156,75 @@ pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
     );
 }
 
+/// A duplicate waiting for a run that gives the key up (a result not worth storing)
+/// claims the key itself and runs: a waiter may become the runner (rule 3).
+pub async fn a_waiting_duplicate_runs_once_the_first_releases<T: Target>() {
+    let (h, _clock) = manual::<T>(Setup::default());
+    let (key, request, probe, gate) =
+        (key("released"), fingerprint("a"), Probe::new(), Gate::new());
+    let first = h.spawn(
+        &key,
+        &request,
+        Op::respond(&probe, 503, "busy").held_by(&gate),
+    );
+    eventually::<T>("the first run started", || probe.started() == 1).await;
+    let duplicate = h.spawn(&key, &request, Op::respond(&probe, 201, "second"));
+    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
+    gate.open();
+
+    let (first, duplicate) = (first.await, duplicate.await);
+    assert_eq!(decision(&first), Decision::NotCached);
+    assert_eq!(decision(&duplicate), Decision::New, "{duplicate:?}");
+    assert_eq!(body(&duplicate), b"second");
+    assert_eq!(probe.started(), 2);
+    let retry = h
+        .run(&key, &request, Op::respond(&probe, 201, "third"))
+        .await;
+    assert_eq!(decision(&retry), Decision::Replayed);
+    assert_eq!(body(&retry), b"second");
+}
+
+/// A duplicate waiting on an owner whose lease lapses mid-wait takes the key over and
+/// runs, rather than waiting out its timeout (rule 3).
+pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: Target>() {
+    let lease = Duration::from_secs(30);
+    let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
+        p.lease_ttl = lease;
+        // Longer than the check below allows: waiting it out fails the vector.
+        p.wait_timeout = 3 * GENEROUS;
+    }));
+    let (key, request, probe) = (key("lapses"), fingerprint("a"), Probe::new());
+    let crashed = match h
+        .backend()
+        .claim(key.as_str(), request.as_str(), 1, lease)
+        .await
+    {
+        Ok(Claim::New(token)) => token,
+        other => panic!("expected a new claim, got {other:?}"),
+    };
+    let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "reclaimed"));
+    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
+    clock.advance(lease + Duration::from_secs(1));
+
+    let duplicate = duplicate.await;
+    assert_eq!(decision(&duplicate), Decision::Reclaimed, "{duplicate:?}");
+    assert_eq!(body(&duplicate), b"reclaimed");
+    assert_eq!(probe.started(), 1);
+    let event = h.events().pop().expect("the duplicate's event");
+    assert!(
+        event.latency < GENEROUS,
+        "the duplicate waited out its whole timeout ({:?})",
+        event.latency
+    );
+    let late = idemkit_core::Response::new(200, "late");
+    assert!(
+        !h.backend()
+            .complete(key.as_str(), &crashed, late, Duration::from_secs(60))
+            .await,
+        "the crashed owner's late write was accepted"
+    );
+}
+
 /// A duplicate whose wait times out is told to retry after the rest of the lease,
 /// rounded up to whole seconds.
 pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: Target>() {
