@@ -249,7 +249,7 @@ impl DeadlineIndex {
     }
 
     /// Replaces every entry with `entries` (the current ones), as one sorted run.
-    fn rebuild(&mut self, mut entries: Vec<Entry>) {
+    pub(crate) fn rebuild(&mut self, mut entries: Vec<Entry>) {
         entries.retain(|entry| entry.deadline != Stamp::NEVER);
         entries.sort_unstable();
         *self = DeadlineIndex::default();

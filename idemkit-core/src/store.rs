@@ -95,6 +95,10 @@ impl Store {
     pub fn with_reclaim_grace(mut self, reclaim_grace: Duration) -> Store {
         self.reclaim_grace = reclaim_grace;
         self.grace = Span::from_duration(reclaim_grace);
+        // The claims already held now leave at other instants: their index entries no
+        // longer match them (they would be skipped as stale and never purged).
+        let entries = current_entries(&self.slots, self.grace, &self.hasher);
+        self.deadlines.rebuild(entries);
         self
     }
 
@@ -514,21 +518,24 @@ impl Store {
         deadlines.settle(
             *len,
             |entry| is_current(slots, grace, entry),
-            || {
-                (0..)
-                    .zip(slots.iter())
-                    .filter_map(|(slot, record)| {
-                        let record = record.as_ref()?;
-                        Some(Entry {
-                            deadline: record.removal_deadline(grace),
-                            slot,
-                            hash: KeyHash::of(hasher, record.key()),
-                        })
-                    })
-                    .collect()
-            },
+            || current_entries(slots, grace, hasher),
         );
     }
+}
+
+/// The index entry of every record held, as a rebuilt index holds them.
+fn current_entries(slots: &Slots, grace: Span, hasher: &RandomState) -> Vec<Entry> {
+    (0..)
+        .zip(slots.iter())
+        .filter_map(|(slot, record)| {
+            let record = record.as_ref()?;
+            Some(Entry {
+                deadline: record.removal_deadline(grace),
+                slot,
+                hash: KeyHash::of(hasher, record.key()),
+            })
+        })
+        .collect()
 }
 
 fn key_of(slots: &Slots, slot: Slot) -> &str {

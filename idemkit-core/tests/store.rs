@@ -734,6 +734,23 @@ fn a_zero_grace_drops_a_claim_as_soon_as_it_lapses() {
     claim_new(&mut store, "k", LEASE, t0 + secs(1) + NS);
 }
 
+#[test]
+fn a_grace_set_on_a_store_holding_claims_applies_to_them_and_they_are_purged() {
+    let t0 = Instant::now();
+    let mut store = Store::new();
+    claim_new(&mut store, "short", secs(1), t0);
+    claim_new(&mut store, "long", secs(100), t0);
+    // Shortened from the default 60 s to none, and lengthened to 500 s.
+    let mut store = store.with_reclaim_grace(Duration::ZERO);
+    assert_eq!(store.next_expiry(), Some(t0 + secs(1) + NS));
+    assert_eq!(store.purge_expired(t0 + secs(2)), 1);
+    let mut store = store.with_reclaim_grace(secs(500));
+    assert_eq!(store.next_expiry(), Some(t0 + secs(600) + NS));
+    assert_eq!(store.purge_expired(t0 + secs(599)), 0);
+    assert_eq!(store.purge_expired(t0 + secs(601)), 1);
+    assert!(store.is_empty());
+}
+
 // ---- rule 8: purge_expired, len and next_expiry ----
 
 #[test]
