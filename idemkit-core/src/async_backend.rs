@@ -2,8 +2,10 @@
 //! [`Timer`] is supplied.
 //!
 //! `idemkit-tokio` and `idemkit-smol` are this type with their timer and default clock
-//! filled in. Every operation but waiting holds a shard lock for a few hundred
-//! nanoseconds and never blocks, so it runs inline instead of on a blocking pool.
+//! filled in. No operation blocks: each locks one shard for the time the store takes
+//! (a few hundred nanoseconds, plus whatever has expired and is purged on the way; a
+//! claim that finds the store full also purges every other shard in turn), so they run
+//! inline instead of on a blocking pool. Only waits park, and they park the task.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -132,7 +134,8 @@ impl<C: Clock, T: Timer> AsyncInMemoryBackend<C, T> {
         }
     }
 
-    /// The record of `key`, unless there is none or it has expired.
+    /// The record of `key`, unless there is none or it is gone (an expired result, or a
+    /// lapsed claim past its reclaim grace). A lapsed claim within its grace is returned.
     pub fn get(&self, key: &str) -> Option<Record> {
         self.inner.get(key)
     }

@@ -124,7 +124,8 @@ impl<C: Clock> InMemoryBackend<C> {
         }
     }
 
-    /// The record of `key`, unless there is none or it has expired.
+    /// The record of `key`, unless there is none or it is gone (an expired result, or a
+    /// lapsed claim past its reclaim grace). A lapsed claim within its grace is returned.
     pub fn get(&self, key: &str) -> Option<Record> {
         self.shared.get(key)
     }

@@ -31,8 +31,10 @@ const LAPSE_MARGIN: Duration = Duration::from_millis(1);
 struct Shard {
     store: Store,
     /// An entry exists only while some waiter watches a claimed record of its key: it is
-    /// removed when that record completes, is released or reclaimed, and by the last
-    /// waiter to leave. So waiter bookkeeping never outlives what it watches.
+    /// removed when that record completes, is released or replaced by a new claim, and by
+    /// the last waiter to leave (a waiter leaves at its next poll, at most a second, once
+    /// the record it watched has lapsed or been purged). So waiter bookkeeping never
+    /// outlives what it watches by more than a poll.
     waiters: HashMap<Box<str>, Arc<Event>>,
 }
 
@@ -134,8 +136,10 @@ impl<C: Clock> Shared<C> {
                 now,
             );
             let woken = match claim {
-                // The old claim's waiters re-read and start watching the new one.
-                Ok(Claim::Reclaimed(_)) => shard.take_waiters(key),
+                // A claim that replaced a record (a lapsed claim, or one gone after its
+                // grace) wakes whoever still watched the old one: they re-read and watch
+                // the new claim, instead of learning of it at their next poll.
+                Ok(Claim::Reclaimed(_) | Claim::New(_)) => shard.take_waiters(key),
                 _ => None,
             };
             drop(shard);

@@ -63,8 +63,11 @@ pub trait Backend: Send + Sync + 'static {
         timeout: Duration,
     ) -> impl Future<Output = Result<Option<Record>, Error>> + Send;
 
-    /// The instant the backend judges leases by, to tell a caller how long an in-flight
-    /// lease has left.
+    /// The instant the backend judges leases by, on the clock that `Record::lease_until`
+    /// is read against: the executor uses it to tell a refused duplicate how long the
+    /// lease in flight has left (`retry_after`), and its heartbeat to know until when a
+    /// lease is surely held. A networked backend returns its best local estimate of the
+    /// server's clock (a `retry_after` that is off by the skew is harmless: it is a hint).
     fn now(&self) -> Instant;
 }
 

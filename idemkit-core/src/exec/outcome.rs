@@ -71,7 +71,8 @@ pub enum RunError<E> {
     /// The backend failed under [`OnStorageError::FailClosed`](crate::OnStorageError).
     #[error("the idempotency backend failed")]
     Storage(#[source] Error),
-    /// The operation returned this error; the claim was released, so a retry runs again.
+    /// The operation returned this error; its claim (if it ran under one) was released,
+    /// so a retry runs again.
     #[error("the operation failed: {0}")]
     Handler(E),
     /// The lease could not be renewed (the claim was released or taken over): the result
