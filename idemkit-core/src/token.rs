@@ -108,14 +108,9 @@ impl TokenSource {
 
     pub(crate) fn next(&mut self) -> Result<ClaimToken, RandomSourceError> {
         if self.used == self.buffer.len() {
-            if self.buffer.is_empty() {
-                self.buffer = vec![0u8; Self::BATCH].into_boxed_slice();
-                // Spent until filled: a failed fill must leave nothing to hand out.
-                self.used = self.buffer.len();
-            }
-            // Refilled in place: every byte in it was handed out already, and keeping
-            // the page saves an allocation and a free per refill.
-            getrandom::fill(&mut self.buffer).map_err(RandomSourceError)?;
+            let mut fresh = vec![0u8; Self::BATCH].into_boxed_slice();
+            getrandom::fill(&mut fresh).map_err(RandomSourceError)?;
+            self.buffer = fresh;
             self.used = 0;
         }
         let mut bytes = [0u8; 16];
