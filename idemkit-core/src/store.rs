@@ -63,6 +63,10 @@ pub struct Store {
     grace: Span,
     /// The latest `now` seen, for `release`, which takes none.
     latest: Stamp,
+    /// The last `now` converted and its stamp: a caller usually hands the same instant
+    /// to a claim and the completion or renewal that follows, and comparing two instants
+    /// is cheaper than converting one.
+    converted: Option<(Instant, Stamp)>,
     tokens: TokenSource,
     len: usize,
 }
@@ -124,6 +128,7 @@ impl Store {
             reclaim_grace,
             grace: Span::from_duration(reclaim_grace),
             latest: Stamp::UNSET,
+            converted: None,
             tokens: TokenSource::new(),
             len: 0,
         }
@@ -356,7 +361,14 @@ impl Store {
     }
 
     fn observe(&mut self, now: Instant) -> Stamp {
-        let now = Stamp::from_instant(now);
+        let now = match self.converted {
+            Some((instant, stamp)) if instant == now => stamp,
+            _ => {
+                let stamp = Stamp::from_instant(now);
+                self.converted = Some((now, stamp));
+                stamp
+            }
+        };
         self.latest = self.latest.max(now);
         now
     }
