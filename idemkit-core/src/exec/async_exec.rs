@@ -1,10 +1,9 @@
 //! [`AsyncIdempotency`]: the run-once executor for async code, over any [`Backend`] and
 //! any runtime's [`Timer`].
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, resume_unwind};
+use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Waker};
@@ -14,16 +13,13 @@ use futures_lite::FutureExt;
 use crate::error::Error;
 use crate::exec::backend::Backend;
 use crate::exec::decide::{self, AfterWait, Beat, LeaseTracker, Next, Settle, StorageFailed};
-use crate::exec::observer::Observer;
+use crate::exec::observer::{Finished, Observer};
 use crate::exec::outcome::{Decision, Event, Outcome, RunError};
 use crate::exec::policy::Policy;
 use crate::key::{Fingerprint, Key};
 use crate::record::Response;
 use crate::token::ClaimToken;
 use crate::wait::{Timer, deadline_after, remaining};
-
-/// A panic caught from an operation, to be resumed once the claim is released.
-type Panic = Box<dyn Any + Send + 'static>;
 
 /// Runs an operation once per key on a [`Backend`], and gives every duplicate the first
 /// result: the async twin of [`Idempotency`](crate::Idempotency), with the same rules.
@@ -165,27 +161,14 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
     {
         let started = self.timer.now();
         let finished = self.execute(key, fingerprint, op).await;
-        let decision = match &finished {
-            Ok(result) => decide::decision_of(result),
-            Err(_panic) => Decision::HandlerFailed,
-        };
-        self.observer.emit(&Event {
-            decision,
-            key: key.clone(),
-            fingerprint_version: self.policy.fingerprint_version,
-            latency: self.timer.now().saturating_duration_since(started),
-        });
-        finished.unwrap_or_else(|panic| resume_unwind(panic))
+        let latency = self.timer.now().saturating_duration_since(started);
+        self.observer
+            .finish(key, self.policy.fingerprint_version, latency, finished)
     }
 
     /// Claims, waits and replays until this run has a result; the operation's panic, if
     /// any, comes back as `Err` once its claim is released.
-    async fn execute<E, F, Fut>(
-        &self,
-        key: &Key,
-        fingerprint: &Fingerprint,
-        op: F,
-    ) -> Result<Result<Outcome, RunError<E>>, Panic>
+    async fn execute<E, F, Fut>(&self, key: &Key, fingerprint: &Fingerprint, op: F) -> Finished<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
@@ -235,11 +218,7 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
     }
 
     /// Rule 5: refuse, or run `op` without a claim.
-    async fn storage_failed<E, F, Fut>(
-        &self,
-        error: Error,
-        op: F,
-    ) -> Result<Result<Outcome, RunError<E>>, Panic>
+    async fn storage_failed<E, F, Fut>(&self, error: Error, op: F) -> Finished<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
@@ -263,7 +242,7 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
         token: ClaimToken,
         ran: Decision,
         op: F,
-    ) -> Result<Result<Outcome, RunError<E>>, Panic>
+    ) -> Finished<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,

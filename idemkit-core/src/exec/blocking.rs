@@ -1,9 +1,8 @@
 //! [`Idempotency`]: the run-once executor for blocking code, and the [`Lease`] its
 //! operations hold.
 
-use std::any::Any;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -13,16 +12,13 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::exec::decide::{self, AfterWait, Next, Settle, StorageFailed};
 use crate::exec::heartbeat::Heartbeats;
-use crate::exec::observer::Observer;
+use crate::exec::observer::{Finished, Observer};
 use crate::exec::outcome::{Decision, Event, Outcome, RunError};
 use crate::exec::policy::Policy;
 use crate::key::{Fingerprint, Key};
 use crate::record::Response;
 use crate::token::ClaimToken;
 use crate::wait::{deadline_after, remaining};
-
-/// A panic caught from an operation, to be resumed once the claim is released.
-type Panic = Box<dyn Any + Send + 'static>;
 
 /// Runs an operation once per key on an [`InMemoryBackend`], and gives every duplicate
 /// the first result.
@@ -198,17 +194,12 @@ impl<C: Clock> Idempotency<C> {
     ) -> Result<Outcome, RunError<E>> {
         let started = Instant::now();
         let finished = self.execute(key, fingerprint, op);
-        let decision = match &finished {
-            Ok(result) => decide::decision_of(result),
-            Err(_panic) => Decision::HandlerFailed,
-        };
-        self.observer.emit(&Event {
-            decision,
-            key: key.clone(),
-            fingerprint_version: self.policy.fingerprint_version,
-            latency: started.elapsed(),
-        });
-        finished.unwrap_or_else(|panic| resume_unwind(panic))
+        self.observer.finish(
+            key,
+            self.policy.fingerprint_version,
+            started.elapsed(),
+            finished,
+        )
     }
 
     /// Claims, waits and replays until this run has a result; the operation's panic, if
@@ -218,7 +209,7 @@ impl<C: Clock> Idempotency<C> {
         key: &Key,
         fingerprint: &Fingerprint,
         op: impl FnOnce(&Lease) -> Result<Response, E>,
-    ) -> Result<Result<Outcome, RunError<E>>, Panic> {
+    ) -> Finished<E> {
         let policy = &self.policy;
         let version = policy.fingerprint_version;
         let deadline = deadline_after(Instant::now(), policy.wait_timeout);
@@ -271,7 +262,7 @@ impl<C: Clock> Idempotency<C> {
         token: ClaimToken,
         ran: Decision,
         op: impl FnOnce(&Lease) -> Result<Response, E>,
-    ) -> Result<Result<Outcome, RunError<E>>, Panic> {
+    ) -> Finished<E> {
         let policy = &self.policy;
         let lease = Lease::held(token.clone());
         let guard = ClaimGuard {

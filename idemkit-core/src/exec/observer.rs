@@ -1,10 +1,20 @@
 //! [`Observer`]: where an executor reports the one [`Event`] of each run.
 
+use std::any::Any;
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::exec::outcome::Event;
+use crate::exec::decide;
+use crate::exec::outcome::{Decision, Event, Outcome, RunError};
+use crate::key::Key;
+
+/// A panic caught from an operation, to be resumed once its claim is released.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
+
+/// How a run ended: its result, or the operation's panic.
+pub(crate) type Finished<E> = Result<Result<Outcome, RunError<E>>, Panic>;
 
 /// A callback that receives events.
 type Callback = dyn Fn(&Event) + Send + Sync;
@@ -25,6 +35,28 @@ impl Observer {
             // The panic hook has already reported it; the run goes on regardless.
             let _ = catch_unwind(AssertUnwindSafe(|| f(event)));
         }
+    }
+
+    /// Reports the one event of a run that ended as `finished`, then hands its result
+    /// back, or resumes the operation's panic (reported as `HandlerFailed`).
+    pub(crate) fn finish<E>(
+        &self,
+        key: &Key,
+        fingerprint_version: u32,
+        latency: Duration,
+        finished: Finished<E>,
+    ) -> Result<Outcome, RunError<E>> {
+        let decision = match &finished {
+            Ok(result) => decide::decision_of(result),
+            Err(_panic) => Decision::HandlerFailed,
+        };
+        self.emit(&Event {
+            decision,
+            key: key.clone(),
+            fingerprint_version,
+            latency,
+        });
+        finished.unwrap_or_else(|panic| resume_unwind(panic))
     }
 }
 
