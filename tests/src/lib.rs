@@ -105,6 +105,7 @@ macro_rules! backend_tests {
                 abandoned_waits_do_not_block_or_leak,
                 wait_on_a_crashed_owner_returns_once_the_lease_lapses,
                 release_wakes_waiters_with_none_at_once,
+                a_waiter_follows_a_reclaim_to_the_new_claims_result,
             }
         }
     };

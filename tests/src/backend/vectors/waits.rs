@@ -15,7 +15,7 @@ use idemkit_core::{Record, State};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, eventually, expect_new, expect_reclaimed, real, response,
+    FINGERPRINT, LONG, PATIENT, eventually, expect_new, expect_reclaimed, manual, real, response,
 };
 use crate::target::{Settings, Target};
 
@@ -182,4 +182,43 @@ pub async fn release_wakes_waiters_with_none_at_once<T: Target>() {
     }
     assert_eq!(backend.watched_keys(), 0);
     expect_new(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
+}
+
+/// A waiter follows a reclaim: its owner's lease lapses (by a `ManualClock`), another
+/// claim reclaims the key and completes it, and the waiter returns that new claim's
+/// result, promptly after the completion, rather than `None` for the lapse.
+///
+/// A poll landing between the lapse and the reclaim would see a lapsed lease and rightly
+/// return `None`; so the waiter first settles (its next poll is then far off) and the
+/// lapse and the reclaim happen back to back, leaving the reclaim's wake-up to find a
+/// live claim again.
+pub async fn a_waiter_follows_a_reclaim_to_the_new_claims_result<T: Target>() {
+    let (backend, clock) = manual::<T>(Settings::default());
+    let lease = Duration::from_secs(10);
+    let crashed = expect_new(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
+    let waiters = spawn_waiters::<T, _>(&backend, "k", 1).await;
+    T::Runtime::sleep(SETTLE).await;
+
+    clock.advance(lease + Duration::from_secs(1));
+    let token = expect_reclaimed(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
+    assert_ne!(token, crashed);
+    let completed = Instant::now();
+    assert!(
+        backend
+            .complete("k", &token, response("second try"), LONG)
+            .await
+    );
+    for waiter in waiters {
+        let (record, returned) = waiter.await;
+        let record = record.expect("the waiter gets the new claim's result");
+        assert_eq!(record.state(), State::Completed);
+        assert_eq!(record.claim_token(), &token);
+        assert_eq!(record.response(), Some(&response("second try")));
+        let elapsed = returned.saturating_duration_since(completed);
+        assert!(
+            elapsed < PROMPT,
+            "the waiter woke {elapsed:?} after the completion"
+        );
+    }
+    assert_eq!(backend.watched_keys(), 0);
 }
