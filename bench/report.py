@@ -77,54 +77,37 @@ def at_most(value, goal):
     return None if value is None else value <= goal
 
 
+# The figures that are the ratio of two criterion medians, both from one bench binary:
+# (figure, numerator (bench, label), denominator (bench, label), unit, goal).
+RATIOS = [
+    ("claim+complete, `Store`, 1,000 held, vs baseline",
+     ("store_vs_baseline/baseline", "baseline"), ("store_vs_baseline/store", "store"), "x", 2.0),
+    ("the same through the blocking `InMemoryBackend`, one thread",
+     ("backend_vs_baseline/baseline", "baseline"), ("backend_vs_baseline/backend", "backend"),
+     "x", 1.5),
+    ("`Store` claim+complete, 1,000,000 held vs 1,000",
+     ("store_scaling/held/1000", "1k"), ("store_scaling/held/1000000", "1M"), "", 0.6),
+    ("two threads on distinct keys vs one (throughput, time per operation)",
+     ("backend_threads/threads/1", "1 thread"), ("backend_threads/threads/2", "2 threads"),
+     "x", 1.4),
+    ("replay of a 1 MiB body vs a 10-byte body",
+     ("replay/body/10B", "10 B"), ("replay/body/1MiB", "1 MiB"), "", 0.9),
+]
+
+
 def main() -> int:
     rows = []
 
+    for name, numerator, denominator, unit, goal in RATIOS:
+        top, bottom = median_ns(numerator[0]), median_ns(denominator[0])
+        value = ratio(top, bottom)
+        rows.append(row(
+            name,
+            f"{denominator[1]} {ns(bottom)}, {numerator[1]} {ns(top)}",
+            None if value is None else f"{value:.2f}{unit}",
+            f">= {goal}{unit}", at_least(value, goal)))
+
     store = median_ns("store_vs_baseline/store")
-    baseline = median_ns("store_vs_baseline/baseline")
-    speedup = ratio(baseline, store)
-    rows.append(row(
-        "claim+complete, `Store`, 1,000 held, vs baseline",
-        f"store {ns(store)}, baseline {ns(baseline)}",
-        None if speedup is None else f"{speedup:.2f}x",
-        ">= 2x", at_least(speedup, 2.0)))
-
-    backend = median_ns("backend_vs_baseline/backend")
-    backend_baseline = median_ns("backend_vs_baseline/baseline")
-    speedup = ratio(backend_baseline, backend)
-    rows.append(row(
-        "the same through the blocking `InMemoryBackend`, one thread",
-        f"backend {ns(backend)}, baseline {ns(backend_baseline)}",
-        None if speedup is None else f"{speedup:.2f}x",
-        ">= 1.5x", at_least(speedup, 1.5)))
-
-    small = median_ns("store_scaling/held/1000")
-    big = median_ns("store_scaling/held/1000000")
-    kept = ratio(small, big)
-    rows.append(row(
-        "`Store` claim+complete, 1,000,000 held vs 1,000",
-        f"1M {ns(big)}, 1k {ns(small)}",
-        None if kept is None else f"{kept:.2f}",
-        ">= 0.6", at_least(kept, 0.6)))
-
-    one = median_ns("backend_threads/threads/1")
-    two = median_ns("backend_threads/threads/2")
-    scaling = ratio(one, two)
-    rows.append(row(
-        "two threads on distinct keys vs one (throughput)",
-        f"2 threads {ns(two)}/op, 1 thread {ns(one)}/op",
-        None if scaling is None else f"{scaling:.2f}x",
-        ">= 1.4x", at_least(scaling, 1.4)))
-
-    tiny = median_ns("replay/body/10B")
-    large = median_ns("replay/body/1MiB")
-    kept = ratio(tiny, large)
-    rows.append(row(
-        "replay of a 1 MiB body vs a 10-byte body",
-        f"1 MiB {ns(large)}, 10 B {ns(tiny)}",
-        None if kept is None else f"{kept:.2f}",
-        ">= 0.9", at_least(kept, 0.9)))
-
     memory = figure("memory_per_record")
     requested = memory and memory["requested_bytes"]
     resident = memory and memory["resident_bytes"]
