@@ -41,6 +41,23 @@ impl KeyHash {
     }
 }
 
+/// A key and its hash under its store's hasher: what every store operation looks a key up
+/// by, hashed once by whoever routes the key (the store itself, or a sharded backend).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HashedKey<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) hash: KeyHash,
+}
+
+impl<'a> HashedKey<'a> {
+    pub(crate) fn new(hasher: &RandomState, key: &'a str) -> HashedKey<'a> {
+        HashedKey {
+            key,
+            hash: KeyHash::of(hasher, key),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,21 +1,11 @@
-//! Clocks: where a backend reads the time that drives leases and TTLs.
+//! [`SystemClock`] and [`ManualClock`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::stamp::Stamp;
-
-/// The time source behind a backend's leases and TTLs.
-///
-/// Swap in a [`ManualClock`] to expire leases and results in tests without sleeping.
-/// Waits and timeouts do not use it: they run on real time (the runtime's timer), so a
-/// wait always ends.
-pub trait Clock: Send + Sync + 'static {
-    /// The current instant. Must never go backwards.
-    fn now(&self) -> Instant;
-}
+use crate::rt::Clock;
 
 /// The system's monotonic clock, [`Instant::now`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,12 +49,22 @@ impl ManualClock {
         }
     }
 
-    /// Moves the time forward by `by`, for every clone. Saturates instead of overflowing.
+    /// Moves the time forward by `by`, for every clone. Saturates at the farthest instant
+    /// the platform holds instead of overflowing.
     pub fn advance(&self, by: Duration) {
         let mut now = self.now.lock();
-        *now = now
-            .checked_add(by)
-            .unwrap_or_else(|| Stamp::from_instant(*now).saturating_add(by).to_instant());
+        let mut step = by;
+        // Take each step that lands on an instant, halving it otherwise: `by` whole when
+        // it fits, else as close to the platform's last instant as can be reached.
+        while !step.is_zero() {
+            match now.checked_add(step) {
+                Some(later) => *now = later,
+                None => step /= 2,
+            }
+            if step == by {
+                break;
+            }
+        }
     }
 }
 

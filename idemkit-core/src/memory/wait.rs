@@ -1,33 +1,18 @@
 //! Waiting for an in-flight claim: the notification is the latency path, the poll the
-//! correctness floor (spec §5.5).
+//! correctness floor.
 //!
-//! The loop itself lives in [`crate::shared::Wait::step`]; what differs between blocking
-//! code and each async runtime is only how a waiter parks, "sleep for at most this long,
-//! or be woken": [`EventListener::wait_timeout`](event_listener::Listener::wait_timeout)
-//! for threads, and a race between the listener and a [`Timer`] for async code.
+//! The loop itself lives in [`Wait::step`](crate::memory::shards::Wait::step); what
+//! differs between a blocked thread and an async task is only how a waiter parks, "sleep
+//! for at most this long, or be woken":
+//! [`EventListener::wait_timeout`](event_listener::Listener::wait_timeout) for threads,
+//! and a race between the listener and a [`Timer`] for tasks.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use event_listener::EventListener;
 
-use crate::clock::Clock;
 use crate::record::Record;
-
-/// An async runtime's timer, and the clock its backends use by default: what an async
-/// adapter supplies.
-///
-/// `now` is the timer's own notion of real time, the one `sleep` counts in, so a paused
-/// test runtime (tokio's `start_paused`) times waits out without real sleeping.
-pub trait Timer: Clone + Send + Sync + 'static {
-    /// The clock behind leases and TTLs of a backend built without an explicit clock.
-    type DefaultClock: Clock + Default;
-
-    /// The timer's current instant.
-    fn now(&self) -> Instant;
-    /// Completes once `duration` has passed on this timer.
-    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send;
-}
+use crate::rt::Timer;
 
 /// What a waiter does next.
 #[derive(Debug)]
@@ -73,7 +58,7 @@ pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instan
 }
 
 /// Parks a task until `listener` fires or `within` passes on `timer`.
-pub(crate) async fn park_async<T: Timer>(listener: EventListener, within: Duration, timer: &T) {
+pub(crate) async fn park_async(listener: EventListener, within: Duration, timer: &dyn Timer) {
     futures_lite::future::or(listener, timer.sleep(within)).await;
 }
 

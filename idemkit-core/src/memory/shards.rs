@@ -1,5 +1,5 @@
-//! The shared layer: a sharded, locked [`Store`] with per-key wake-ups, written once for
-//! the blocking backend and every async adapter.
+//! [`Shards`]: the in-memory backend's state, a sharded and locked [`Store`] with per-key
+//! wake-ups, serving blocking threads and async tasks alike.
 //!
 //! Keys are spread over shards by hash, each a `parking_lot` mutex around a `Store` and
 //! the events its waiters listen on; the capacity is one exact budget across all shards.
@@ -13,16 +13,17 @@ use std::time::{Duration, Instant};
 use event_listener::Event;
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::capacity::Capacity;
 use crate::claim::Claim;
-use crate::clock::Clock;
 use crate::error::Error;
-use crate::keyhash::KeyHash;
-use crate::record::{Record, Response};
-use crate::stamp::Stamp;
+use crate::memory::wait::{PollSchedule, WaitStep, deadline_after, remaining};
+use crate::record::Record;
+use crate::response::Response;
+use crate::rt::{Clock, Timer};
 use crate::store::Store;
+use crate::store::Watch;
+use crate::store::capacity::Capacity;
+use crate::store::keyhash::{HashedKey, KeyHash};
 use crate::token::ClaimToken;
-use crate::wait::{PollSchedule, WaitStep, deadline_after, remaining};
 
 /// How long past a lease's end a waiter wakes to see it lapsed (`D < now` is strict).
 const LAPSE_MARGIN: Duration = Duration::from_millis(1);
@@ -42,9 +43,18 @@ impl Shard {
     /// Takes the key's event out, so its waiters can be woken once the lock is dropped.
     fn take_waiters(&mut self, key: &str) -> Option<Arc<Event>> {
         if self.waiters.is_empty() {
-            None
-        } else {
-            self.waiters.remove(key)
+            return None;
+        }
+        let event = self.waiters.remove(key);
+        self.shrink_waiters();
+        event
+    }
+
+    /// Gives back the table of a waiter map that once tracked many keys and now tracks
+    /// none (a small one is kept, as the next waiter would allocate it again).
+    fn shrink_waiters(&mut self) {
+        if self.waiters.is_empty() && self.waiters.capacity() > 64 {
+            self.waiters.shrink_to_fit();
         }
     }
 }
@@ -53,13 +63,15 @@ impl Shard {
 #[repr(align(128))]
 struct Padded<T>(T);
 
-pub(crate) struct Shared<C> {
+/// The in-memory backend's state: shards, their shared capacity, the clock and the timer.
+pub(crate) struct Shards {
     shards: Box<[Padded<Mutex<Shard>>]>,
     /// The key hasher of every shard's store, also what routes a key to its shard: one
     /// SipHash per operation does both.
     hasher: RandomState,
     capacity: Arc<Capacity>,
-    clock: C,
+    clock: Arc<dyn Clock>,
+    timer: Arc<dyn Timer>,
 }
 
 fn wake(event: Option<Arc<Event>>) {
@@ -68,13 +80,14 @@ fn wake(event: Option<Arc<Event>>) {
     }
 }
 
-impl<C: Clock> Shared<C> {
+impl Shards {
     pub(crate) fn new(
         max_size: usize,
         reclaim_grace: Duration,
         shards: usize,
-        clock: C,
-    ) -> Shared<C> {
+        clock: Arc<dyn Clock>,
+        timer: Arc<dyn Timer>,
+    ) -> Shards {
         let capacity = Arc::new(Capacity::new(max_size));
         let hasher = RandomState::new();
         let shards = (0..shards.max(1))
@@ -86,11 +99,12 @@ impl<C: Clock> Shared<C> {
                 }))
             })
             .collect();
-        Shared {
+        Shards {
             shards,
             hasher,
             capacity,
             clock,
+            timer,
         }
     }
 
@@ -99,22 +113,30 @@ impl<C: Clock> Shared<C> {
     /// Two threads meeting on a shard cost far more than the shard's memory (an empty
     /// shard is well under a kilobyte; its token buffer appears with its first claim): at
     /// 8 shards, 2 threads on distinct keys ran only 1.15x the throughput of one, at 64
-    /// they ran 1.4x (issue 4). So: 32 per core, as a power of two, at most 512.
-    pub(crate) fn default_shards() -> usize {
+    /// they ran 1.4x. So: 32 per core, as a power of two, at most 512.
+    pub(crate) fn default_count() -> usize {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         (cores * 32).next_power_of_two().min(512)
     }
 
-    pub(crate) fn clock(&self) -> &C {
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
-    /// The shard of `key`, locked, and the key's hash for that shard's store.
-    fn shard(&self, key: &str) -> (MutexGuard<'_, Shard>, KeyHash) {
+    pub(crate) fn timer(&self) -> &Arc<dyn Timer> {
+        &self.timer
+    }
+
+    pub(crate) fn max_size(&self) -> usize {
+        self.capacity.max_size()
+    }
+
+    /// The shard of `key`, locked, and the key hashed for that shard's store.
+    fn shard<'k>(&self, key: &'k str) -> (MutexGuard<'_, Shard>, HashedKey<'k>) {
         let (hash, route) = KeyHash::routed(&self.hasher, key);
         // `route * shards / 2^32`: a uniform pick for any shard count, without a division.
         let index = ((u64::from(route) * self.shards.len() as u64) >> 32) as usize;
-        (self.shards[index].0.lock(), hash)
+        (self.shards[index].0.lock(), HashedKey { key, hash })
     }
 
     pub(crate) fn claim(
@@ -126,20 +148,16 @@ impl<C: Clock> Shared<C> {
     ) -> Result<Claim, Error> {
         let now = self.clock.now();
         let attempt = || {
-            let (mut shard, hash) = self.shard(key);
-            let claim = shard.store.claim_hashed(
-                key,
-                hash,
-                fingerprint,
-                fingerprint_version,
-                lease_ttl,
-                now,
-            );
+            let (mut shard, key) = self.shard(key);
+            let claim =
+                shard
+                    .store
+                    .claim_hashed(key, fingerprint, fingerprint_version, lease_ttl, now);
             let woken = match claim {
                 // A claim that replaced a record (a lapsed claim, or one gone after its
                 // grace) wakes whoever still watched the old one: they re-read and watch
                 // the new claim, instead of learning of it at their next poll.
-                Ok(Claim::Reclaimed(_) | Claim::New(_)) => shard.take_waiters(key),
+                Ok(Claim::Reclaimed(_) | Claim::New(_)) => shard.take_waiters(key.key),
                 _ => None,
             };
             drop(shard);
@@ -158,28 +176,30 @@ impl<C: Clock> Shared<C> {
         &self,
         key: &str,
         token: &ClaimToken,
-        response: Response,
+        response: Arc<Response>,
         expires_after: Duration,
     ) -> bool {
         let now = self.clock.now();
-        let (mut shard, hash) = self.shard(key);
+        let (mut shard, key) = self.shard(key);
         let done = shard
             .store
-            .complete_hashed(key, hash, token, response, expires_after, now);
-        let woken = if done { shard.take_waiters(key) } else { None };
+            .complete_hashed(key, token, response, expires_after, now);
+        let woken = if done {
+            shard.take_waiters(key.key)
+        } else {
+            None
+        };
         drop(shard);
         wake(woken);
         done
     }
 
     pub(crate) fn release(&self, key: &str, token: &ClaimToken) -> bool {
-        let (mut shard, hash) = self.shard(key);
-        // Release takes no `now`; telling the store the time first lets it judge the
-        // reclaim grace by this backend's clock rather than by its last operation.
-        shard.store.purge_expired(self.clock.now());
-        let released = shard.store.release_hashed(key, hash, token);
+        let now = self.clock.now();
+        let (mut shard, key) = self.shard(key);
+        let released = shard.store.release_hashed(key, token, now);
         let woken = if released {
-            shard.take_waiters(key)
+            shard.take_waiters(key.key)
         } else {
             None
         };
@@ -190,14 +210,14 @@ impl<C: Clock> Shared<C> {
 
     pub(crate) fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> bool {
         let now = self.clock.now();
-        let (mut shard, hash) = self.shard(key);
-        shard.store.renew_hashed(key, hash, token, lease_ttl, now)
+        let (mut shard, key) = self.shard(key);
+        shard.store.renew_hashed(key, token, lease_ttl, now)
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<Record> {
         let now = self.clock.now();
-        let (shard, hash) = self.shard(key);
-        shard.store.get_hashed(key, hash, now).cloned()
+        let (shard, key) = self.shard(key);
+        shard.store.get_hashed(key, now)
     }
 
     /// Records held across all shards, expired ones not yet purged included.
@@ -231,16 +251,11 @@ impl<C: Clock> Shared<C> {
             .min()
     }
 
-    /// Starts waiting for `key` to complete, for at most `timeout` from `start` (real time,
-    /// on the caller's timer).
-    pub(crate) fn wait<'a>(
-        &'a self,
-        key: &'a str,
-        timeout: Duration,
-        start: Instant,
-    ) -> Wait<'a, C> {
+    /// Starts waiting for `key` to complete, for at most `timeout` from `start` (on the
+    /// waiter's own real-time clock: the timer's, or the system's for a blocked thread).
+    pub(crate) fn wait<'a>(&'a self, key: &'a str, timeout: Duration, start: Instant) -> Wait<'a> {
         Wait {
-            shared: self,
+            shards: self,
             key,
             deadline: deadline_after(start, timeout),
             polls: PollSchedule::new(),
@@ -251,36 +266,34 @@ impl<C: Clock> Shared<C> {
 
 /// One waiter's progress. Dropping it (a finished wait, or a cancelled future) stops
 /// watching: the key's event entry goes when its last waiter does.
-pub(crate) struct Wait<'a, C: Clock> {
-    shared: &'a Shared<C>,
+pub(crate) struct Wait<'a> {
+    shards: &'a Shards,
     key: &'a str,
     deadline: Option<Instant>,
     polls: PollSchedule,
+    /// The event this waiter listens on; every clone of it is made and dropped with the
+    /// shard locked, so counting clones there is exact.
     watching: Option<Arc<Event>>,
 }
 
-impl<C: Clock> Wait<'_, C> {
-    /// Re-reads the key's state at real time `now` and says what to do next.
+impl Wait<'_> {
+    /// Re-reads the key's state and says what to do next; `waiter_now` is the current
+    /// instant on the clock the wait's timeout counts in.
     ///
     /// The listener is registered under the same lock as the read, so a completion cannot
-    /// slip in between (subscribe before read, spec §4.3).
-    pub(crate) fn step(&mut self, now: Instant) -> WaitStep {
-        let (mut shard, hash) = self.shared.shard(self.key);
-        let clock_now = self.shared.clock.now();
-        let lease_left = match shard.store.get_hashed(self.key, hash, clock_now) {
-            None => return WaitStep::Ready(None),
-            Some(record) if record.is_completed() => return WaitStep::Ready(Some(record.clone())),
-            Some(record) => {
-                let clock_now = Stamp::from_instant(clock_now);
-                if record.deadline() < clock_now {
-                    // The owner's lease lapsed: it has probably crashed. Waiting longer
-                    // cannot help; the caller may claim the key itself.
-                    return WaitStep::Ready(None);
-                }
-                clock_now.until(record.deadline())
-            }
+    /// slip in between: the waiter subscribes before it reads.
+    pub(crate) fn step(&mut self, waiter_now: Instant) -> WaitStep {
+        let (mut shard, key) = self.shards.shard(self.key);
+        let lease_now = self.shards.clock.now();
+        let lease_left = match shard.store.watch(key, lease_now) {
+            Watch::Absent => return WaitStep::Ready(None),
+            Watch::Completed(record) => return WaitStep::Ready(Some(record)),
+            // The owner's lease lapsed: it has probably crashed. Waiting longer cannot
+            // help; the caller may claim the key itself.
+            Watch::Lapsed => return WaitStep::Ready(None),
+            Watch::Claimed { lease_left } => lease_left,
         };
-        let left = remaining(self.deadline, now);
+        let left = remaining(self.deadline, waiter_now);
         if left.is_zero() {
             return WaitStep::Ready(None);
         }
@@ -293,6 +306,7 @@ impl<C: Clock> Wait<'_, C> {
             }
         };
         let listener = event.listen();
+        // Replaced under the lock, like every other change to the clones' count.
         self.watching = Some(event);
         drop(shard);
         let within = self
@@ -304,18 +318,28 @@ impl<C: Clock> Wait<'_, C> {
     }
 }
 
-impl<C: Clock> Drop for Wait<'_, C> {
+impl Drop for Wait<'_> {
     fn drop(&mut self) {
+        if self.watching.is_none() {
+            return;
+        }
+        let (mut shard, _) = self.shards.shard(self.key);
+        // Drop this waiter's clone under the lock first: then the map's own is the only
+        // one left exactly when no other waiter watches, whatever order waiters leave in.
         let Some(event) = self.watching.take() else {
             return;
         };
-        let (mut shard, _) = self.shared.shard(self.key);
-        let last = shard
-            .waiters
-            .get(self.key)
-            .is_some_and(|current| Arc::ptr_eq(current, &event) && Arc::strong_count(&event) == 2);
-        if last {
+        let current = shard.waiters.get(self.key);
+        let ours = current.is_some_and(|current| Arc::ptr_eq(current, &event));
+        drop(event);
+        if ours
+            && shard
+                .waiters
+                .get(self.key)
+                .is_some_and(|current| Arc::strong_count(current) == 1)
+        {
             shard.waiters.remove(self.key);
+            shard.shrink_waiters();
         }
     }
 }
@@ -323,11 +347,22 @@ impl<C: Clock> Drop for Wait<'_, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::rt::{ManualClock, ThreadTimer};
 
     const LEASE: Duration = Duration::from_secs(30);
 
-    fn new_keys(shared: &Shared<ManualClock>, keys: impl Iterator<Item = String>) -> Vec<String> {
+    fn shards(max_size: usize, count: usize, clock: &ManualClock) -> Shards {
+        let clock = Arc::new(clock.clone());
+        Shards::new(
+            max_size,
+            Duration::ZERO,
+            count,
+            clock,
+            Arc::new(ThreadTimer),
+        )
+    }
+
+    fn new_keys(shared: &Shards, keys: impl Iterator<Item = String>) -> Vec<String> {
         keys.filter(|key| matches!(shared.claim(key, "fp", 1, LEASE), Ok(Claim::New(_))))
             .collect()
     }
@@ -335,7 +370,7 @@ mod tests {
     #[test]
     fn the_capacity_is_exact_across_shards() {
         let clock = ManualClock::new();
-        let shared = Shared::new(5, Duration::ZERO, 8, clock.clone());
+        let shared = shards(5, 8, &clock);
         let claimed = new_keys(&shared, (0..40).map(|i| format!("key-{i}")));
         assert_eq!(
             claimed.len(),
@@ -355,7 +390,8 @@ mod tests {
                 panic!("{key} is held")
             };
             let token = record.claim_token().clone();
-            assert!(shared.complete(key, &token, Response::new(200, "ok"), Duration::ZERO));
+            let response = Arc::new(Response::new(200, "ok"));
+            assert!(shared.complete(key, &token, response, Duration::ZERO));
         }
         clock.advance(Duration::from_millis(1));
         let more = new_keys(&shared, (0..40).map(|i| format!("later-{i}")));
@@ -365,7 +401,7 @@ mod tests {
 
     #[test]
     fn every_operation_on_a_key_reaches_its_shard() {
-        let shared = Shared::new(100, Duration::ZERO, 7, ManualClock::new());
+        let shared = shards(100, 7, &ManualClock::new());
         for i in 0..50 {
             let key = format!("key-{i}");
             let Ok(Claim::New(token)) = shared.claim(&key, "fp", 1, LEASE) else {
@@ -377,7 +413,8 @@ mod tests {
                 assert!(shared.release(&key, &token));
                 assert!(shared.get(&key).is_none());
             } else {
-                assert!(shared.complete(&key, &token, Response::new(200, "ok"), LEASE));
+                let response = Arc::new(Response::new(200, "ok"));
+                assert!(shared.complete(&key, &token, response, LEASE));
             }
         }
         assert_eq!(shared.len(), 25);

@@ -57,7 +57,7 @@ pub(crate) enum Budget {
     ///
     /// A claim that drops an expired record and inserts a new one (the steady state of a
     /// store at its working size) then touches the shared counter not at all, instead
-    /// of twice. The credit never outlives the operation (the store settles it before
+    /// of twice. The credit never outlives the operation (the store returns it before
     /// the shard's lock is released), so the global count stays exact: it only looks as
     /// if the record were dropped at the end of the operation instead of in its middle.
     Shared {
@@ -85,6 +85,15 @@ impl Budget {
         }
     }
 
+    /// Changes the limit of a budget of its own (a shared budget's limit is its
+    /// backend's, fixed when it was built).
+    pub(crate) fn set_max_size(&mut self, limit: usize) {
+        match self {
+            Budget::Own { max_size, .. } => *max_size = limit,
+            Budget::Shared { .. } => {}
+        }
+    }
+
     /// Takes a slot; false when all `max_size` are taken.
     pub(crate) fn try_take(&mut self) -> bool {
         match self {
@@ -101,7 +110,7 @@ impl Budget {
         }
     }
 
-    /// Gives back `count` slots (to the shared budget once [`Budget::settle`] runs).
+    /// Gives back `count` slots (to the shared budget once [`Budget::return_credit`] runs).
     pub(crate) fn give_back(&mut self, count: usize) {
         match self {
             Budget::Own { held, .. } => *held -= count,
@@ -110,7 +119,7 @@ impl Budget {
     }
 
     /// Hands the credit of the operation that just finished back to the shared budget.
-    pub(crate) fn settle(&mut self) {
+    pub(crate) fn return_credit(&mut self) {
         if let Budget::Shared { capacity, credit } = self {
             if *credit > 0 {
                 capacity.give_back(std::mem::take(credit));
@@ -146,7 +155,7 @@ mod tests {
         assert!(!second.try_take(), "the fourth slot of three");
         assert_eq!(capacity.held(), 3);
         first.give_back(2);
-        first.settle();
+        first.return_credit();
         assert_eq!(capacity.held(), 1);
         assert!(second.try_take());
         assert!(second.try_take());
@@ -154,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shards_credit_is_its_own_until_settled() {
+    fn a_shards_credit_is_its_own_until_returned() {
         let capacity = Arc::new(Capacity::new(2));
         let mut first = Budget::shared(capacity.clone());
         let mut second = Budget::shared(capacity.clone());
@@ -168,11 +177,11 @@ mod tests {
             "mid-operation, the slot is still the first's"
         );
         assert!(first.try_take());
-        first.settle();
+        first.return_credit();
         assert_eq!(capacity.held(), 2);
         // A drop whose slot is not reused is handed back when the operation ends.
         first.give_back(1);
-        first.settle();
+        first.return_credit();
         assert_eq!(capacity.held(), 1);
         assert!(second.try_take());
         assert!(!second.try_take());

@@ -6,7 +6,7 @@
 //! [`DeadlineIndex::reschedule`]). The owner says which entries are current, and the
 //! index keeps two promises on top of that:
 //!
-//! - the earliest entry is always current (after [`DeadlineIndex::settle`]), so the next
+//! - the earliest entry is always current (after [`DeadlineIndex::prune`]), so the next
 //!   deadline is exact;
 //! - stale entries never outnumber current ones by much: when they do, the index is
 //!   rebuilt from the records, so its size stays proportional to the store's.
@@ -25,8 +25,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::keyhash::KeyHash;
-use crate::stamp::Stamp;
+use crate::store::keyhash::KeyHash;
+use crate::store::stamp::Stamp;
 
 /// A slot number in the store's record table.
 pub(crate) type Slot = u32;
@@ -184,7 +184,7 @@ impl DeadlineIndex {
 
     /// Drops stale entries from the front, so [`DeadlineIndex::next`] is exact, and
     /// rebuilds the index from `current` when stale entries outnumber `live` records.
-    pub(crate) fn settle(
+    pub(crate) fn prune(
         &mut self,
         live: usize,
         is_current: impl Fn(&Entry) -> bool,
@@ -198,7 +198,7 @@ impl DeadlineIndex {
         }
     }
 
-    /// The earliest current deadline, once settled.
+    /// The earliest current deadline, once pruned.
     pub(crate) fn next(&self) -> Option<Stamp> {
         (self.earliest.deadline != NONE).then_some(self.earliest.deadline)
     }
@@ -433,14 +433,14 @@ mod tests {
     }
 
     #[test]
-    fn settle_drops_stale_fronts_and_rebuilds_when_stale_entries_pile_up() {
+    fn prune_drops_stale_fronts_and_rebuilds_when_stale_entries_pile_up() {
         let mut index = DeadlineIndex::default();
         for slot in 0..10 {
             index.push(entry(i64::from(slot), slot));
         }
         // Only the odd slots are current.
         let is_current = |entry: &Entry| entry.slot % 2 == 1;
-        index.settle(5, is_current, || unreachable!("no rebuild below the bound"));
+        index.prune(5, is_current, || unreachable!("no rebuild below the bound"));
         assert_eq!(index.next(), Some(Stamp::from_nanos(1)));
         assert_eq!(index.len(), 9);
 
@@ -453,7 +453,7 @@ mod tests {
                 .map(|i| entry(2 * i + 1, (2 * i + 1) as Slot))
                 .collect()
         };
-        index.settle(5, is_current, current);
+        index.prune(5, is_current, current);
         assert_eq!(index.len(), 5);
         assert_eq!(drain(&mut index), [(1, 1), (3, 3), (5, 5), (7, 7), (9, 9)]);
     }

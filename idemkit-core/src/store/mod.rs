@@ -1,4 +1,17 @@
 //! [`Store`]: the sans-IO idempotency state machine.
+//!
+//! The store keeps records in [`slots`], finds them by key through a hash table of slot
+//! numbers ([`keyhash`]), drops them as they expire through a [`expiry`] index, counts
+//! them against a [`capacity`], and draws claim [`tokens`] from the OS. Instants are kept
+//! as 8-byte [`stamp`]s on the store's own timeline.
+
+pub(crate) mod capacity;
+pub(crate) mod expiry;
+pub(crate) mod keyhash;
+pub(crate) mod slots;
+pub(crate) mod stamp;
+pub(crate) mod stored;
+pub(crate) mod tokens;
 
 use std::fmt;
 use std::hash::RandomState;
@@ -7,15 +20,23 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashTable;
 
-use crate::capacity::{Budget, Capacity};
 use crate::claim::Claim;
 use crate::error::Error;
-use crate::expiry::{DeadlineIndex, Entry, Slot};
-use crate::keyhash::KeyHash;
-use crate::record::{Record, Response};
-use crate::slots::Slots;
-use crate::stamp::{Span, Stamp};
-use crate::token::{ClaimToken, TokenSource};
+use crate::record::Record;
+use crate::response::Response;
+use crate::token::ClaimToken;
+
+use self::capacity::{Budget, Capacity};
+use self::expiry::{DeadlineIndex, Entry, Slot};
+use self::keyhash::{HashedKey, KeyHash};
+use self::slots::Slots;
+use self::stamp::{Span, Stamp, Timeline};
+use self::stored::StoredRecord;
+use self::tokens::TokenSource;
+
+/// How many slots beyond twice the records held a store may keep before it compacts: a
+/// few, so a store that swings between zero and one record does not reallocate.
+const COMPACT_SLACK: usize = 16;
 
 /// How many due records a claim removes on its way, at most. Each claim adds at most one
 /// record, so removing up to two keeps pace with expiry at O(1) per claim.
@@ -31,6 +52,21 @@ const PURGE_PER_CLAIM: usize = 2;
 /// Deadlines are inclusive: a lease or expiry `D` is live while `now <= D` and past once
 /// `D < now`. `now + duration` saturates, so `Duration::MAX` means "never".
 ///
+/// # Time
+///
+/// A store measures time from the first instant it is given and keeps instants as
+/// nanoseconds from there, exact within about 292 years either side of it. An instant
+/// farther away is clamped to that limit: a `now` 300 years ahead acts as 292 years
+/// ahead (every lease and result of the present has lapsed by then), and one 300 years
+/// back acts as 292 years back (everything of the present is still live). Each store
+/// has its own origin, so what one store is given never changes another's time.
+///
+/// # Memory
+///
+/// The store owns memory in proportion to what it holds: once records have left (expired,
+/// released) until it holds under half of the slots it has, it compacts its tables down
+/// to what remains.
+///
 /// ```
 /// use std::time::{Duration, Instant};
 /// use idemkit_core::{Claim, Response, Store};
@@ -41,7 +77,8 @@ const PURGE_PER_CLAIM: usize = 2;
 ///
 /// let Claim::New(token) = store.claim("order-17", "fp", 1, lease, now)? else { unreachable!() };
 /// // ... run the operation, then store its result:
-/// assert!(store.complete("order-17", &token, Response::new(201, "created"), Duration::from_secs(3600), now));
+/// let ttl = Duration::from_secs(3600);
+/// assert!(store.complete("order-17", &token, Response::new(201, "created"), ttl, now));
 ///
 /// // A retry replays the stored response instead of running again.
 /// match store.claim("order-17", "fp", 1, lease, now)? {
@@ -61,8 +98,8 @@ pub struct Store {
     reclaim_grace: Duration,
     /// `reclaim_grace` in the stamps' unit, as every deadline computation adds it.
     grace: Span,
-    /// The latest `now` seen, for `release`, which takes none.
-    latest: Stamp,
+    /// Set by the first instant the store is given.
+    timeline: Option<Timeline>,
     /// The last `now` converted and its stamp: a caller usually hands the same instant
     /// to a claim and the completion or renewal that follows, and comparing two instants
     /// is cheaper than converting one.
@@ -78,18 +115,22 @@ impl Store {
     /// [`Claim::Reclaimed`], unless set with [`Store::with_reclaim_grace`].
     pub const DEFAULT_RECLAIM_GRACE: Duration = Duration::from_secs(60);
 
-    /// An empty store holding at most [`Store::DEFAULT_MAX_SIZE`] records.
+    /// An empty store holding at most [`Store::DEFAULT_MAX_SIZE`] records, with the
+    /// [default reclaim grace](Store::DEFAULT_RECLAIM_GRACE).
     pub fn new() -> Store {
-        Store::with_max_size(Store::DEFAULT_MAX_SIZE)
-    }
-
-    /// An empty store holding at most `max_size` records.
-    pub fn with_max_size(max_size: usize) -> Store {
         Store::counting_against(
-            Budget::own(max_size),
+            Budget::own(Store::DEFAULT_MAX_SIZE),
             Store::DEFAULT_RECLAIM_GRACE,
             RandomState::new(),
         )
+    }
+
+    /// This store, holding at most `max_size` records. A store that already holds more
+    /// keeps them, and claims no new key until it holds fewer.
+    #[must_use]
+    pub fn with_max_size(mut self, max_size: usize) -> Store {
+        self.capacity.set_max_size(max_size);
+        self
     }
 
     /// This store, keeping a claim whose lease lapsed for `reclaim_grace` before dropping
@@ -101,8 +142,7 @@ impl Store {
         self.grace = Span::from_duration(reclaim_grace);
         // The claims already held now leave at other instants: their index entries no
         // longer match them (they would be skipped as stale and never purged).
-        let entries = current_entries(&self.slots, self.grace, &self.hasher);
-        self.deadlines.rebuild(entries);
+        self.reindex();
         self
     }
 
@@ -127,7 +167,7 @@ impl Store {
             capacity,
             reclaim_grace,
             grace: Span::from_duration(reclaim_grace),
-            latest: Stamp::UNSET,
+            timeline: None,
             converted: None,
             tokens: TokenSource::new(),
             len: 0,
@@ -164,68 +204,71 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> Result<Claim, Error> {
-        let hash = KeyHash::of(&self.hasher, key);
-        self.claim_hashed(key, hash, fingerprint, fingerprint_version, lease_ttl, now)
+        let key = HashedKey::new(&self.hasher, key);
+        self.claim_hashed(key, fingerprint, fingerprint_version, lease_ttl, now)
     }
 
-    /// [`Store::claim`] for a key whose hash under this store's hasher is `hash`.
+    /// [`Store::claim`] for a key already hashed with this store's hasher.
     pub(crate) fn claim_hashed(
         &mut self,
-        key: &str,
-        hash: KeyHash,
+        key: HashedKey<'_>,
         fingerprint: &str,
         fingerprint_version: u32,
         lease_ttl: Duration,
         now: Instant,
     ) -> Result<Claim, Error> {
-        if u32::try_from(key.len()).is_err() {
-            return Err(Error::KeyTooLong { len: key.len() });
+        if u32::try_from(key.key.len()).is_err() {
+            return Err(Error::KeyTooLong { len: key.key.len() });
         }
-        let now = self.observe(now);
+        let now = self.stamp_now(now);
         for _ in 0..PURGE_PER_CLAIM {
             if self.purge_one(now).is_none() {
                 break;
             }
         }
-        let fresh =
-            |token| Record::claimed(key, fingerprint, fingerprint_version, token, now, lease_ttl);
-        let result = self.claim_at(key, hash, now, fresh);
+        let fresh = |token| {
+            StoredRecord::claimed(
+                key.key,
+                fingerprint,
+                fingerprint_version,
+                token,
+                now,
+                lease_ttl,
+            )
+        };
+        let result = self.claim_at(key, now, fresh);
         // Whatever the outcome, even an error after something was purged.
-        self.settle();
+        self.end_change();
         result
     }
 
-    /// The lookup and write of a claim, at `now` (purging done); the caller settles.
+    /// The lookup and write of a claim, at `now` (purging done); the caller ends the
+    /// change.
     fn claim_at(
         &mut self,
-        key: &str,
-        hash: KeyHash,
+        key: HashedKey<'_>,
         now: Stamp,
-        fresh: impl Fn(ClaimToken) -> Record,
+        fresh: impl Fn(ClaimToken) -> StoredRecord,
     ) -> Result<Claim, Error> {
-        match self.find_hashed(key, hash) {
-            Some(slot) => {
-                let record = self.record(slot);
-                if record.removal_deadline(self.grace) < now {
-                    let token = self.tokens.next()?;
-                    self.replace(slot, hash, fresh(token.clone()));
-                    Ok(Claim::New(token))
-                } else if record.is_completed() {
-                    Ok(Claim::Completed(record.clone()))
-                } else if now <= record.deadline() {
-                    Ok(Claim::InFlight(record.clone()))
-                } else {
-                    let token = self.tokens.next()?;
-                    self.replace(slot, hash, fresh(token.clone()));
-                    Ok(Claim::Reclaimed(token))
-                }
-            }
-            None => {
-                let token = self.tokens.next()?;
-                self.take_capacity(now)?;
-                self.insert(hash, fresh(token.clone()));
-                Ok(Claim::New(token))
-            }
+        let Some(slot) = self.find(key) else {
+            let token = self.tokens.next()?;
+            self.take_capacity(now)?;
+            self.insert(key.hash, fresh(token.clone()));
+            return Ok(Claim::New(token));
+        };
+        let record = self.record(slot);
+        if record.removal_deadline(self.grace) < now {
+            let token = self.tokens.next()?;
+            self.replace(slot, key.hash, fresh(token.clone()));
+            Ok(Claim::New(token))
+        } else if record.is_completed() {
+            Ok(Claim::Completed(record.to_record(self.timeline())))
+        } else if now <= record.deadline() {
+            Ok(Claim::InFlight(record.to_record(self.timeline())))
+        } else {
+            let token = self.tokens.next()?;
+            self.replace(slot, key.hash, fresh(token.clone()));
+            Ok(Claim::Reclaimed(token))
         }
     }
 
@@ -236,61 +279,70 @@ impl Store {
     /// completed and is replayed until `now + expires_after` (saturating; never reset by
     /// reads). Returns false otherwise: the key was reclaimed, released or completed, and
     /// the caller's result is discarded.
+    ///
+    /// The response is kept as the shared allocation given (an `Arc<Response>` is
+    /// stored as is, never copied) and handed to every replay.
+    #[must_use = "false means the result was fenced out and not stored"]
     pub fn complete(
         &mut self,
         key: &str,
         token: &ClaimToken,
-        response: Response,
+        response: impl Into<Arc<Response>>,
         expires_after: Duration,
         now: Instant,
     ) -> bool {
-        let hash = KeyHash::of(&self.hasher, key);
-        self.complete_hashed(key, hash, token, response, expires_after, now)
+        let key = HashedKey::new(&self.hasher, key);
+        self.complete_hashed(key, token, response.into(), expires_after, now)
     }
 
-    /// [`Store::complete`] for a key whose hash is `hash`.
+    /// [`Store::complete`] for a key already hashed with this store's hasher.
     pub(crate) fn complete_hashed(
         &mut self,
-        key: &str,
-        hash: KeyHash,
+        key: HashedKey<'_>,
         token: &ClaimToken,
-        response: Response,
+        response: Arc<Response>,
         expires_after: Duration,
         now: Instant,
     ) -> bool {
-        let now = self.observe(now);
-        let Some(slot) = self.held_by(key, hash, token, now) else {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.update(slot, hash, |record| {
+        self.update(slot, key.hash, |record| {
             record.complete(now, response, expires_after)
         });
         true
     }
 
     /// Gives the key up: removes the claimed record `token` holds, so the next claim runs
-    /// the operation again. Returns false if `token` does not hold the key.
-    ///
-    /// `release` takes no `now`; it judges whether a lapsed claim is past its reclaim
-    /// grace by the latest instant the store has been given.
-    pub fn release(&mut self, key: &str, token: &ClaimToken) -> bool {
-        let hash = KeyHash::of(&self.hasher, key);
-        self.release_hashed(key, hash, token)
+    /// the operation again. Returns false if `token` does not hold the key at `now` (a
+    /// lapsed claim still holds it within the reclaim grace, unless reclaimed).
+    #[must_use = "false means the token did not hold the key"]
+    pub fn release(&mut self, key: &str, token: &ClaimToken, now: Instant) -> bool {
+        let key = HashedKey::new(&self.hasher, key);
+        self.release_hashed(key, token, now)
     }
 
-    /// [`Store::release`] for a key whose hash is `hash`.
-    pub(crate) fn release_hashed(&mut self, key: &str, hash: KeyHash, token: &ClaimToken) -> bool {
-        let Some(slot) = self.held_by(key, hash, token, self.latest) else {
+    /// [`Store::release`] for a key already hashed with this store's hasher.
+    pub(crate) fn release_hashed(
+        &mut self,
+        key: HashedKey<'_>,
+        token: &ClaimToken,
+        now: Instant,
+    ) -> bool {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.remove(slot, hash);
-        self.settle();
+        self.remove(slot, key.hash);
+        self.end_change();
         true
     }
 
     /// Extends the lease `token` holds to `now + lease_ttl` (saturating). Returns false if
     /// `token` does not hold a claimed record of `key`; a completed record is never
     /// touched.
+    #[must_use = "false means the token no longer holds the key: stop and store nothing"]
     pub fn renew(
         &mut self,
         key: &str,
@@ -298,56 +350,86 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> bool {
-        let hash = KeyHash::of(&self.hasher, key);
-        self.renew_hashed(key, hash, token, lease_ttl, now)
+        let key = HashedKey::new(&self.hasher, key);
+        self.renew_hashed(key, token, lease_ttl, now)
     }
 
-    /// [`Store::renew`] for a key whose hash is `hash`.
+    /// [`Store::renew`] for a key already hashed with this store's hasher.
     pub(crate) fn renew_hashed(
         &mut self,
-        key: &str,
-        hash: KeyHash,
+        key: HashedKey<'_>,
         token: &ClaimToken,
         lease_ttl: Duration,
         now: Instant,
     ) -> bool {
-        let now = self.observe(now);
-        let Some(slot) = self.held_by(key, hash, token, now) else {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.update(slot, hash, |record| record.renew(now, lease_ttl));
+        self.update(slot, key.hash, |record| record.renew(now, lease_ttl));
         true
     }
 
     /// The record of `key`, unless there is none or it is gone (an expired completed
     /// record, or a lapsed claim past its reclaim grace, even if not purged yet).
-    pub fn get(&self, key: &str, now: Instant) -> Option<&Record> {
-        self.get_hashed(key, KeyHash::of(&self.hasher, key), now)
+    pub fn get(&self, key: &str, now: Instant) -> Option<Record> {
+        self.get_hashed(HashedKey::new(&self.hasher, key), now)
     }
 
-    /// [`Store::get`] for a key whose hash is `hash`.
-    pub(crate) fn get_hashed(&self, key: &str, hash: KeyHash, now: Instant) -> Option<&Record> {
-        let now = Stamp::from_instant(now);
-        let record = self.record(self.find_hashed(key, hash)?);
-        (now <= record.removal_deadline(self.grace)).then_some(record)
+    /// [`Store::get`] for a key already hashed with this store's hasher.
+    pub(crate) fn get_hashed(&self, key: HashedKey<'_>, now: Instant) -> Option<Record> {
+        let (slot, timeline) = self.live(key, now)?;
+        Some(self.record(slot).to_record(timeline))
+    }
+
+    /// The slot of `key`'s record if it is not gone at `now`, and the store's timeline.
+    fn live(&self, key: HashedKey<'_>, now: Instant) -> Option<(Slot, Timeline)> {
+        // A store never given an instant holds nothing.
+        let timeline = self.timeline?;
+        let slot = self.find(key)?;
+        let gone = self.record(slot).removal_deadline(self.grace) < timeline.stamp(now);
+        (!gone).then_some((slot, timeline))
+    }
+
+    /// What a waiter on `key` needs to know at `now`: nothing held (or gone), the
+    /// completed record, or how long the live lease of a claim has left (zero once it
+    /// lapsed).
+    pub(crate) fn watch(&self, key: HashedKey<'_>, now: Instant) -> Watch {
+        let Some((slot, timeline)) = self.live(key, now) else {
+            return Watch::Absent;
+        };
+        let record = self.record(slot);
+        if record.is_completed() {
+            return Watch::Completed(record.to_record(timeline));
+        }
+        let now = timeline.stamp(now);
+        if record.deadline() < now {
+            Watch::Lapsed
+        } else {
+            Watch::Claimed {
+                lease_left: now.until(record.deadline()),
+            }
+        }
     }
 
     /// Drops every record that has expired by `now` and returns how many. Costs what it
     /// drops, not what the store holds.
     pub fn purge_expired(&mut self, now: Instant) -> usize {
-        let now = self.observe(now);
+        let now = self.stamp_now(now);
         let purged = self.purge_all(now);
-        self.settle();
+        self.end_change();
         purged
     }
 
     /// The earliest instant at which [`Store::purge_expired`] has something to drop, or
     /// `None` if no record will ever expire. A driver sleeps until then, as with
-    /// `quinn-proto`'s `poll_timeout`.
+    /// `quinn-proto`'s `poll_timeout`. It changes with every claim, completion, renewal
+    /// and release, and with every purge.
+    #[must_use]
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.deadlines
-            .next()
-            .map(|deadline| deadline.next().to_instant())
+        let timeline = self.timeline?;
+        let deadline = self.deadlines.next()?;
+        Some(timeline.instant(deadline.next()))
     }
 
     /// Records held, including expired ones not purged yet.
@@ -360,30 +442,35 @@ impl Store {
         self.len == 0
     }
 
-    fn observe(&mut self, now: Instant) -> Stamp {
-        let now = match self.converted {
+    /// The store's timeline; the caller has given it an instant already.
+    fn timeline(&self) -> Timeline {
+        self.timeline
+            .expect("a store that holds a record has been given an instant")
+    }
+
+    /// `now` as a stamp on the store's timeline, which starts at the first `now` given.
+    fn stamp_now(&mut self, now: Instant) -> Stamp {
+        match self.converted {
             Some((instant, stamp)) if instant == now => stamp,
             _ => {
-                let stamp = Stamp::from_instant(now);
+                let timeline = *self.timeline.get_or_insert(Timeline::starting_at(now));
+                let stamp = timeline.stamp(now);
                 self.converted = Some((now, stamp));
                 stamp
             }
-        };
-        self.latest = self.latest.max(now);
-        now
+        }
     }
 
-    fn find_hashed(&self, key: &str, hash: KeyHash) -> Option<Slot> {
+    fn find(&self, key: HashedKey<'_>) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
-            .find(hash.table(), |&slot| key_of(slots, slot) == key)
+            .find(key.hash.table(), |&slot| key_of(slots, slot) == key.key)
             .copied()
     }
 
-    /// The slot of `key` (whose hash is `hash`) if `token` holds its claim and the claim
-    /// is not gone at `now`.
-    fn held_by(&self, key: &str, hash: KeyHash, token: &ClaimToken, now: Stamp) -> Option<Slot> {
-        let slot = self.find_hashed(key, hash)?;
+    /// The slot of `key` if `token` holds its claim and the claim is not gone at `now`.
+    fn held_by(&self, key: HashedKey<'_>, token: &ClaimToken, now: Stamp) -> Option<Slot> {
+        let slot = self.find(key)?;
         let record = self.record(slot);
         let held = !record.is_completed()
             && record.claim_token() == token
@@ -391,14 +478,14 @@ impl Store {
         held.then_some(slot)
     }
 
-    fn record(&self, slot: Slot) -> &Record {
+    fn record(&self, slot: Slot) -> &StoredRecord {
         // Every slot in `keys` is occupied; the table and the slots change together.
         self.slots[slot].as_ref().expect("indexed slot is occupied")
     }
 
     /// Changes the record in `slot` (its key's hash is `hash`) and re-indexes its
     /// deadline.
-    fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut Record)) {
+    fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut StoredRecord)) {
         let record = self.slots[slot].as_mut().expect("indexed slot is occupied");
         let deadline = record.removal_deadline(self.grace);
         change(record);
@@ -409,7 +496,7 @@ impl Store {
             hash,
         };
         self.deadlines.reschedule(old, new);
-        self.settle();
+        self.end_change();
     }
 
     fn take_capacity(&mut self, now: Stamp) -> Result<(), Error> {
@@ -429,7 +516,7 @@ impl Store {
 
     /// Inserts a record for a key not present, whose hash is `hash`; its capacity is
     /// already taken.
-    fn insert(&mut self, hash: KeyHash, record: Record) {
+    fn insert(&mut self, hash: KeyHash, record: StoredRecord) {
         let deadline = record.removal_deadline(self.grace);
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -456,7 +543,7 @@ impl Store {
     }
 
     /// Puts a fresh claim where a record of the same key (whose hash is `hash`) was.
-    fn replace(&mut self, slot: Slot, hash: KeyHash, record: Record) {
+    fn replace(&mut self, slot: Slot, hash: KeyHash, record: StoredRecord) {
         let old = Entry {
             deadline: self.record(slot).removal_deadline(self.grace),
             slot,
@@ -513,11 +600,16 @@ impl Store {
         purged
     }
 
-    /// Restores the deadline index's promises after a change (see `expiry`), and hands
-    /// the capacity freed by the change back to a shared budget: every public operation
-    /// that changes the store ends here.
-    fn settle(&mut self) {
-        self.capacity.settle();
+    /// What every public operation that changes the store ends with: hands the capacity
+    /// freed by the change back to a shared budget, restores the deadline index's
+    /// promises (see `expiry`), and compacts the tables once the store holds far less
+    /// than they were grown for.
+    fn end_change(&mut self) {
+        self.capacity.return_credit();
+        if self.slots.capacity() > 2 * self.len + COMPACT_SLACK {
+            self.compact();
+            return;
+        }
         let Store {
             deadlines,
             slots,
@@ -527,12 +619,55 @@ impl Store {
             ..
         } = self;
         let grace = *grace;
-        deadlines.settle(
+        deadlines.prune(
             *len,
             |entry| is_current(slots, grace, entry),
             || current_entries(slots, grace, hasher),
         );
     }
+
+    /// Moves the records held into tables sized for them, so that a store that drained
+    /// gives back what its peak needed. Costs what it holds; it runs only once the store
+    /// holds under half of the slots it has, and slots are added only as records are,
+    /// so every record removed pays for a constant share of it.
+    fn compact(&mut self) {
+        let mut slots = Slots::with_capacity(self.len);
+        for record in self.slots.drain() {
+            slots.push(record);
+        }
+        self.slots = slots;
+        self.free = Vec::new();
+        let mut keys = HashTable::with_capacity(self.len);
+        for (slot, record) in (0..).zip(self.slots.iter()) {
+            let record = record.as_ref().expect("compacted slots are all occupied");
+            keys.insert_unique(
+                KeyHash::of(&self.hasher, record.key()).table(),
+                slot,
+                |_: &Slot| unreachable!("the table was sized for every record"),
+            );
+        }
+        self.keys = keys;
+        self.reindex();
+    }
+
+    /// Rebuilds the deadline index from the records held.
+    fn reindex(&mut self) {
+        let entries = current_entries(&self.slots, self.grace, &self.hasher);
+        self.deadlines.rebuild(entries);
+    }
+}
+
+/// What a waiter on a key finds (see [`Store::watch`]).
+#[derive(Debug)]
+pub(crate) enum Watch {
+    /// No record, or one that is gone.
+    Absent,
+    /// The operation finished: replay this.
+    Completed(Record),
+    /// A claim whose lease lapsed: its owner has probably crashed.
+    Lapsed,
+    /// A claim whose lease is live for `lease_left` more.
+    Claimed { lease_left: Duration },
 }
 
 /// The index entry of every record held, as a rebuilt index holds them.
@@ -551,7 +686,7 @@ fn current_entries(slots: &Slots, grace: Span, hasher: &RandomState) -> Vec<Entr
 }
 
 fn key_of(slots: &Slots, slot: Slot) -> &str {
-    slots[slot].as_ref().map_or("", Record::key)
+    slots[slot].as_ref().map_or("", StoredRecord::key)
 }
 
 /// Whether a deadline index entry still describes the record in its slot.
@@ -571,7 +706,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Other shards may share the capacity: hand back what this store held.
         self.capacity.give_back(self.len);
-        self.capacity.settle();
+        self.capacity.return_credit();
     }
 }
 
@@ -627,7 +762,7 @@ mod tests {
         assert_eq!(store.next_expiry(), first(LEASE));
         assert!(store.renew("a", &a, 3 * LEASE, now));
         assert_eq!(store.next_expiry(), first(2 * LEASE));
-        assert!(store.release("b", &b));
+        assert!(store.release("b", &b, now));
         assert_eq!(store.next_expiry(), first(3 * LEASE));
         assert!(store.complete("a", &a, Response::new(200, "ok"), Duration::MAX, now));
         assert_eq!(
@@ -635,6 +770,60 @@ mod tests {
             None,
             "a record that never expires is not indexed"
         );
+    }
+}
+
+#[cfg(test)]
+mod compaction {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_store_that_drains_compacts_and_keeps_what_remains_findable() {
+        let now = Instant::now();
+        let mut store = Store::new().with_max_size(100_000);
+        let mut tokens = Vec::new();
+        for i in 0..5_000 {
+            let Claim::New(token) = store.claim(&format!("k{i}"), "fp", 1, LEASE, now).unwrap()
+            else {
+                panic!("new");
+            };
+            tokens.push(token);
+        }
+        let grown = store.slots.capacity();
+        assert!(grown >= 5_000);
+        for (i, token) in tokens.iter().enumerate().skip(10) {
+            assert!(store.release(&format!("k{i}"), token, now));
+        }
+        assert_eq!(store.len(), 10);
+        assert!(
+            store.slots.capacity() <= 2 * 10 + COMPACT_SLACK,
+            "{} slots for 10 records",
+            store.slots.capacity()
+        );
+        assert!(store.keys.capacity() < 100, "{}", store.keys.capacity());
+        // What remains is still found, held and indexed.
+        for (i, token) in tokens.iter().enumerate().take(10) {
+            let key = format!("k{i}");
+            assert!(store.get(&key, now).is_some(), "{key}");
+            assert!(store.renew(&key, token, LEASE, now), "{key}");
+        }
+        assert_eq!(
+            store.next_expiry(),
+            Some(now + LEASE + store.reclaim_grace() + Duration::from_nanos(1))
+        );
+        // And it grows again.
+        for i in 0..100 {
+            assert!(matches!(
+                store.claim(&format!("again-{i}"), "fp", 1, LEASE, now),
+                Ok(Claim::New(_))
+            ));
+        }
+        assert_eq!(store.len(), 110);
+        let later = now + LEASE + store.reclaim_grace() + Duration::from_secs(1);
+        assert_eq!(store.purge_expired(later), 110);
+        assert_eq!(store.slots.capacity(), 0, "an empty store owns no slots");
     }
 }
 
@@ -716,10 +905,7 @@ mod consistency {
         assert_eq!(counted, held.len(), "the capacity counts every record");
         for &(slot, _) in &held {
             let key = store.record(slot).key();
-            assert_eq!(
-                store.find_hashed(key, KeyHash::of(&store.hasher, key)),
-                Some(slot)
-            );
+            assert_eq!(store.find(HashedKey::new(&store.hasher, key)), Some(slot));
         }
         let earliest = held
             .iter()
@@ -728,7 +914,7 @@ mod consistency {
             .min();
         assert_eq!(
             store.next_expiry(),
-            earliest.map(|deadline| deadline.next().to_instant()),
+            earliest.map(|deadline| store.timeline().instant(deadline.next())),
             "the index's earliest entry is exact"
         );
         assert!(
@@ -743,7 +929,7 @@ mod consistency {
 
         #[test]
         fn the_structures_agree_after_any_sequence(ops in prop::collection::vec(op(), 1..80)) {
-            let mut store = Store::with_max_size(3).with_reclaim_grace(GRACE);
+            let mut store = Store::new().with_max_size(3).with_reclaim_grace(GRACE);
             let mut now = Instant::now();
             let mut tokens: HashMap<usize, Vec<ClaimToken>> = HashMap::new();
             for op in ops {
@@ -765,7 +951,7 @@ mod consistency {
                     }
                     Op::Release { key } => {
                         if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
-                            let _ = store.release(KEYS[key], token);
+                            let _ = store.release(KEYS[key], token, now);
                         }
                     }
                     Op::Renew { key, lease } => {
@@ -775,7 +961,7 @@ mod consistency {
                     }
                     Op::Advance(by) => now += by,
                     Op::Purge => {
-                        let at = Stamp::from_instant(now);
+                        let at = store.timeline.map_or(Stamp::UNSET, |line| line.stamp(now));
                         let due = held(&store)
                             .iter()
                             .filter(|&&(_, deadline)| deadline < at)
