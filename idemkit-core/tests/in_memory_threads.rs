@@ -22,13 +22,13 @@ const LONG_WAIT: Duration = Duration::from_secs(30);
 /// fall back on once parked for a while, far above any scheduling delay.
 const PROMPT: Duration = Duration::from_millis(500);
 
-fn manual_backend() -> (InMemoryBackend<ManualClock>, ManualClock) {
+fn manual_backend() -> (InMemoryBackend, ManualClock) {
     let clock = ManualClock::new();
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
     (backend, clock)
 }
 
-fn claim_new<C: Clock>(backend: &InMemoryBackend<C>, key: &str, lease: Duration) -> ClaimToken {
+fn claim_new(backend: &InMemoryBackend, key: &str, lease: Duration) -> ClaimToken {
     match backend.claim(key, "fp", 1, lease) {
         Ok(Claim::New(token)) => token,
         other => panic!("expected New for {key:?}, got {other:?}"),
@@ -48,14 +48,14 @@ fn eventually(what: &str, condition: impl Fn() -> bool) {
 }
 
 /// A thread waiting for `key`; it reports what it got and when it returned.
-fn waiter<C: Clock>(
-    backend: &InMemoryBackend<C>,
+fn waiter(
+    backend: &InMemoryBackend,
     key: &'static str,
     timeout: Duration,
 ) -> JoinHandle<(Option<Record>, Instant)> {
     let backend = backend.clone();
     thread::spawn(move || {
-        let record = backend.wait_for_completion(key, timeout);
+        let record = backend.wait_for_completion_blocking(key, timeout);
         (record, Instant::now())
     })
 }
@@ -63,7 +63,7 @@ fn waiter<C: Clock>(
 /// Waits until a waiter is parked on `key`, then lets it sit long enough that its poll
 /// interval has grown to about a second: from then on, only a notification can wake it
 /// within [`PROMPT`].
-fn let_waiter_settle<C: Clock>(backend: &InMemoryBackend<C>) {
+fn let_waiter_settle(backend: &InMemoryBackend) {
     eventually("a parked waiter", || backend.watched_keys() == 1);
     // Re-reads come at 50, 150, 350, 750 and 1550 ms, then every second.
     thread::sleep(Duration::from_millis(1600));
@@ -151,7 +151,7 @@ fn many_workers_over_many_keys_run_each_key_once_and_agree_on_its_result() {
                             backend.get(&name).expect("just completed")
                         }
                         Claim::InFlight(_) => backend
-                            .wait_for_completion(&name, LONG_WAIT)
+                            .wait_for_completion_blocking(&name, LONG_WAIT)
                             .unwrap_or_else(|| panic!("{name}: wait ended without a result")),
                         Claim::Completed(record) => record,
                         Claim::Reclaimed(_) => panic!("{name}: no lease should lapse here"),
@@ -199,7 +199,7 @@ fn a_waiter_wakes_promptly_on_complete() {
     let (record, returned_at) = waiting.join().unwrap();
 
     let record = record.expect("the waiter gets the result");
-    assert_eq!(record.response().unwrap().body, b"done");
+    assert_eq!(record.response().unwrap().body, "done");
     let stored = backend.get("k").unwrap();
     assert!(Arc::ptr_eq(
         record.shared_response().unwrap(),
@@ -246,7 +246,7 @@ fn a_waiter_follows_a_reclaim_to_the_new_claims_result() {
 
     let record = record.expect("the waiter gets the new claim's result");
     assert_eq!(record.claim_token(), &token);
-    assert_eq!(record.response().unwrap().body, b"second try");
+    assert_eq!(record.response().unwrap().body, "second try");
     let latency = returned_at.saturating_duration_since(completed_at);
     assert!(latency < PROMPT, "woke {latency:?} after the completion");
     assert_eq!(backend.watched_keys(), 0);
@@ -285,7 +285,7 @@ fn a_wait_on_a_claim_that_never_completes_honours_its_timeout() {
     let timeout = Duration::from_millis(300);
 
     let started = Instant::now();
-    let record = backend.wait_for_completion("k", timeout);
+    let record = backend.wait_for_completion_blocking("k", timeout);
     let waited = started.elapsed();
     assert!(record.is_none(), "{record:?}");
     assert!(waited >= timeout, "gave up after {waited:?}");
@@ -298,17 +298,27 @@ fn waits_return_at_once_for_no_record_a_result_or_a_lapsed_lease() {
     let (backend, clock) = manual_backend();
     let started = Instant::now();
 
-    assert!(backend.wait_for_completion("nothing", LONG_WAIT).is_none());
+    assert!(
+        backend
+            .wait_for_completion_blocking("nothing", LONG_WAIT)
+            .is_none()
+    );
 
     let token = claim_new(&backend, "done", LEASE);
     assert!(backend.complete("done", &token, Response::new(200, "x"), TTL));
-    let record = backend.wait_for_completion("done", LONG_WAIT).unwrap();
-    assert_eq!(record.response().unwrap().body, b"x");
+    let record = backend
+        .wait_for_completion_blocking("done", LONG_WAIT)
+        .unwrap();
+    assert_eq!(record.response().unwrap().body, "x");
 
     // Lapsed by the backend's clock, not by real time.
     claim_new(&backend, "lapsed", Duration::from_secs(10));
     clock.advance(Duration::from_secs(10) + Duration::from_nanos(1));
-    assert!(backend.wait_for_completion("lapsed", LONG_WAIT).is_none());
+    assert!(
+        backend
+            .wait_for_completion_blocking("lapsed", LONG_WAIT)
+            .is_none()
+    );
 
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(5), "took {waited:?}");
@@ -350,7 +360,7 @@ fn two_hundred_waiters_all_wake_on_one_completion() {
             let all_started = all_started.clone();
             thread::spawn(move || {
                 all_started.wait();
-                backend.wait_for_completion("k", LONG_WAIT)
+                backend.wait_for_completion_blocking("k", LONG_WAIT)
             })
         })
         .collect();
@@ -455,7 +465,11 @@ fn a_manual_clock_drives_the_reclaim_grace() {
     assert!(backend.get("k").is_none());
     // Release is judged by the backend's clock too: past the grace, the claim is gone.
     assert!(!backend.release("k", &token));
-    assert_eq!(backend.purge_expired(), 0, "release already dropped it");
+    assert_eq!(
+        backend.purge_expired(),
+        1,
+        "a refused release leaves it to the purge"
+    );
     assert!(backend.is_empty());
     assert_eq!(backend.next_expiry(), None);
 }
@@ -537,15 +551,67 @@ fn a_full_backend_is_cured_by_expired_records_in_other_shards() {
 fn a_backend_is_send_sync_and_its_clones_share_one_store() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<InMemoryBackend>();
-    send_sync::<InMemoryBackend<ManualClock>>();
 
     let backend = InMemoryBackend::default();
     let clone = backend.clone();
     let token = claim_new(&backend, "k", LEASE);
     assert!(clone.complete("k", &token, Response::new(200, "shared"), TTL));
-    assert_eq!(
-        backend.get("k").unwrap().response().unwrap().body,
-        b"shared"
-    );
+    assert_eq!(backend.get("k").unwrap().response().unwrap().body, "shared");
     assert_eq!(clone.len(), 1);
+}
+
+/// Waits on one key that end at the same moment all leave: the key's waiter entry goes
+/// with the last of them, whatever order they take the shard's lock in. Each round eight
+/// threads wait on the same claimed key with a tiny timeout, so they time out and leave
+/// together, while another thread takes the (only) shard's lock over and over to shuffle
+/// who gets it first. Afterwards no wait is in progress and, once the owners' claims are
+/// gone, no entry may remain. (Counting a waiter's own reference after unlocking let two
+/// leavers each think the other stayed: a few entries of the 20,000 leaked every run.)
+#[test]
+fn waiter_entries_never_outlive_two_waits_that_end_together() {
+    const KEYS: usize = 20_000;
+    const WAITERS: usize = 8;
+    let clock = ManualClock::new();
+    let backend = InMemoryBackend::builder()
+        .shards(1)
+        .max_size(KEYS)
+        .clock(clock.clone())
+        .build();
+    let keys: Arc<Vec<String>> = Arc::new((0..KEYS).map(|i| format!("key-{i}")).collect());
+    for key in keys.iter() {
+        claim_new(&backend, key, LEASE);
+    }
+    let together = Arc::new(Barrier::new(WAITERS));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let (backend, keys, together) = (backend.clone(), keys.clone(), together.clone());
+            thread::spawn(move || {
+                for key in keys.iter() {
+                    together.wait();
+                    let got = backend.wait_for_completion_blocking(key, Duration::from_micros(100));
+                    assert!(got.is_none(), "{key} never completes");
+                }
+            })
+        })
+        .collect();
+    let shuffler = {
+        let (backend, done) = (backend.clone(), done.clone());
+        thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let _ = backend.get("key-0");
+                thread::yield_now();
+            }
+        })
+    };
+    for waiter in waiters {
+        waiter.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    shuffler.join().unwrap();
+
+    // The owners crash: their leases lapse, then the reclaim grace ends.
+    clock.advance(LEASE + Duration::from_secs(61));
+    assert_eq!(backend.purge_expired(), KEYS);
+    assert_eq!(backend.watched_keys(), 0, "waiter entries leaked");
 }
