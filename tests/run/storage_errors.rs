@@ -1,12 +1,12 @@
-//! Issue 5 rule 5 at the executor level: every backend operation the async executor
-//! calls can fail (a networked backend will), and each failure is handled as the rule
-//! and `exec/decide.rs` promise: refused under `FailClosed`, run without protection
-//! under `FailOpen`, and a failed renewal is not taken for a lost lease while the lease
-//! is surely still held.
+//! Storage failures at the executor level: every backend operation an executor calls can
+//! fail (a networked backend will), and each failure is handled as the policy says:
+//! refused under `FailClosed`, run without protection under `FailOpen`, and a failed
+//! renewal is not taken for a lost lease while the lease is surely still held.
 //!
 //! The failures come from [`FailingBackend`] over an in-memory backend on a
-//! `ManualClock` (so leases lapse only when a test says so), and every case runs with
-//! the tokio timer and with the smol timer.
+//! `ManualClock` (so leases lapse only when a test says so). Every case runs on the
+//! async executor with the tokio timer and with the smol timer; the blocking executor,
+//! which follows the same run loop, runs the claim, completion and wait cases.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -17,12 +17,11 @@ use std::time::{Duration, Instant};
 
 use idemkit_conformance::executor::{FailingBackend, Operation};
 use idemkit_core::{
-    Async, AsyncIdempotency, AsyncInMemoryBackend, Builder, Claim, Decision, Error, Fingerprint,
-    Heartbeat, Key, ManualClock, OnStorageError, Outcome, Policy, Response, RunError, State, Timer,
+    AsyncIdempotency, Claim, Decision, Error, Fingerprint, Heartbeat, Idempotency, InMemoryBackend,
+    Key, ManualClock, OnStorageError, Outcome, Policy, Response, RunError, State, Timer,
 };
 
-type Inner<T> = AsyncInMemoryBackend<ManualClock, T>;
-type Executor<T> = AsyncIdempotency<FailingBackend<Inner<T>>, T>;
+type Executor = AsyncIdempotency<FailingBackend<InMemoryBackend>>;
 
 /// A lease no test lets lapse unless it advances the clock past it on purpose.
 const LONG: Duration = Duration::from_secs(3600);
@@ -33,21 +32,26 @@ const PATIENT: Duration = Duration::from_secs(10);
 /// A heartbeat quick enough for several renewals within a fraction of a second.
 const QUICK_BEAT: Duration = Duration::from_millis(20);
 
-/// An executor with `policy` over a failing wrapper of a fresh in-memory backend on a
-/// manual clock, and that clock.
-fn executor<T: Timer + Default>(policy: Policy) -> (Executor<T>, ManualClock) {
+/// A failing wrapper of a fresh in-memory backend whose waits sleep on `timer` and whose
+/// leases run on a manual clock, and that clock.
+fn failing(timer: impl Timer) -> (FailingBackend<InMemoryBackend>, ManualClock) {
     let clock = ManualClock::new();
-    let inner: Inner<T> = Builder::<ManualClock, Async<T>>::with_clock(clock.clone()).build();
-    let executor =
-        AsyncIdempotency::with_policy(FailingBackend::new(inner), policy).expect("a valid policy");
+    let inner = InMemoryBackend::builder()
+        .timer(timer)
+        .clock(clock.clone())
+        .build();
+    (FailingBackend::new(inner), clock)
+}
+
+/// An async executor with `policy` over [`failing`], and the clock.
+fn executor<T: Timer + Default>(policy: Policy) -> (Executor, ManualClock) {
+    let (backend, clock) = failing(T::default());
+    let executor = AsyncIdempotency::with_policy(backend, policy).expect("a valid policy");
     (executor, clock)
 }
 
 fn policy(on_storage_error: OnStorageError) -> Policy {
-    Policy {
-        on_storage_error,
-        ..Policy::default()
-    }
+    Policy::default().with_on_storage_error(on_storage_error)
 }
 
 fn key() -> Key {
@@ -78,14 +82,16 @@ fn assert_ran_unprotected(outcome: &Outcome) {
 
 fn assert_storage_error(result: Result<Outcome, RunError<Infallible>>) {
     match result {
-        Err(RunError::Storage(Error::Full { max_size: 0 })) => {}
+        Err(RunError::StorageFailed(Error::Storage(source))) => {
+            assert!(source.to_string().contains("on purpose"), "{source}");
+        }
         other => panic!("expected the double's storage error, got {other:?}"),
     }
 }
 
 /// Polls `condition` every few milliseconds on `timer` until it holds; panics after
 /// [`PATIENT`].
-async fn until<T: Timer>(timer: &T, what: &str, condition: impl Fn() -> bool) {
+async fn until(timer: &dyn Timer, what: &str, condition: impl Fn() -> bool) {
     let start = Instant::now();
     while !condition() {
         assert!(start.elapsed() < PATIENT, "{what}: not within {PATIENT:?}");
@@ -179,7 +185,6 @@ async fn a_failed_wait_fails_closed<T: Timer + Default>() {
     let claim = backend
         .inner()
         .claim(key().as_str(), fingerprint().as_str(), 1, LONG)
-        .await
         .unwrap();
     let Claim::New(owner) = claim else {
         panic!("a fresh backend claims New, got {claim:?}");
@@ -208,7 +213,6 @@ async fn a_failed_wait_runs_unprotected_when_open<T: Timer + Default>() {
     let claim = backend
         .inner()
         .claim(key().as_str(), fingerprint().as_str(), 1, LONG)
-        .await
         .unwrap();
     let Claim::New(owner) = claim else {
         panic!("a fresh backend claims New, got {claim:?}");
@@ -233,18 +237,18 @@ async fn a_failed_wait_runs_unprotected_when_open<T: Timer + Default>() {
 /// lease is surely held (the manual clock never moves, so it is), the operation keeps
 /// running through several failed renewals, and its result is stored as `New`.
 async fn failed_renewals_keep_a_surely_held_lease<T: Timer + Default>() {
-    let (executor, _clock) = executor::<T>(Policy {
-        lease_ttl: Duration::from_secs(30),
-        heartbeat: Heartbeat::Every(QUICK_BEAT),
-        ..Policy::default()
-    });
+    let (executor, _clock) = executor::<T>(
+        Policy::default()
+            .with_lease_ttl(Duration::from_secs(30))
+            .with_heartbeat(Heartbeat::Every(QUICK_BEAT)),
+    );
     let backend = executor.backend();
     backend.fail(Operation::Renew);
-    let timer = executor.timer().clone();
+    let timer = backend.inner().timer();
 
     let outcome = executor
         .run(&key(), &fingerprint(), || async {
-            until(&timer, "three renewals failed", || {
+            until(timer.as_ref(), "three renewals failed", || {
                 backend.failures(Operation::Renew) >= 3
             })
             .await;
@@ -264,19 +268,19 @@ async fn failed_renewals_keep_a_surely_held_lease<T: Timer + Default>() {
 /// operation is cancelled and the run returns `LeaseLost`, storing nothing.
 async fn a_failed_renewal_after_the_lease_surely_lapsed_loses_it<T: Timer + Default>() {
     let lease = Duration::from_secs(10);
-    let (executor, clock) = executor::<T>(Policy {
-        lease_ttl: lease,
-        heartbeat: Heartbeat::Every(QUICK_BEAT),
-        ..Policy::default()
-    });
+    let (executor, clock) = executor::<T>(
+        Policy::default()
+            .with_lease_ttl(lease)
+            .with_heartbeat(Heartbeat::Every(QUICK_BEAT)),
+    );
     let backend = executor.backend();
     backend.fail(Operation::Renew);
-    let timer = executor.timer().clone();
+    let timer = backend.inner().timer();
     let finished = Arc::new(AtomicBool::new(false));
 
     let result = executor
         .run(&key(), &fingerprint(), || async {
-            until(&timer, "a renewal failed", || {
+            until(timer.as_ref(), "a renewal failed", || {
                 backend.failures(Operation::Renew) >= 1
             })
             .await;
@@ -342,4 +346,90 @@ mod smol_timer {
         idemkit_conformance::runtimes::SmolRuntime,
         idemkit_smol::SmolTimer
     );
+}
+
+/// The blocking executor over a failing wrapper, with `policy`.
+fn blocking(policy: Policy) -> Idempotency<FailingBackend<InMemoryBackend>> {
+    let (backend, _clock) = failing(idemkit_core::ThreadTimer);
+    Idempotency::with_policy(backend, policy).expect("a valid policy")
+}
+
+/// A blocking operation that counts its runs in `ran` and charges.
+fn charge_blocking(
+    ran: &AtomicUsize,
+) -> impl FnOnce(&idemkit_core::Lease) -> Result<Response, Infallible> + '_ {
+    move |_lease| {
+        ran.fetch_add(1, Ordering::SeqCst);
+        Ok(Response::new(200, "charged"))
+    }
+}
+
+mod blocking_executor {
+    use super::*;
+
+    #[test]
+    fn a_failed_claim_fails_closed_or_runs_unprotected() {
+        let ran = AtomicUsize::new(0);
+        let closed = blocking(policy(OnStorageError::FailClosed));
+        closed.backend().fail(Operation::Claim);
+        assert_storage_error(closed.run(&key(), &fingerprint(), charge_blocking(&ran)));
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+
+        let open = blocking(policy(OnStorageError::FailOpen));
+        open.backend().fail(Operation::Claim);
+        let outcome = open
+            .run(&key(), &fingerprint(), charge_blocking(&ran))
+            .expect("fail open runs the operation");
+        assert_ran_unprotected(&outcome);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_failed_completion_fails_closed_and_leaves_the_claim_to_lapse() {
+        let ran = AtomicUsize::new(0);
+        let executor = blocking(policy(OnStorageError::FailClosed));
+        let backend = executor.backend();
+        backend.fail(Operation::Complete);
+        assert_storage_error(executor.run(&key(), &fingerprint(), charge_blocking(&ran)));
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(backend.calls(Operation::Release), 0);
+        let record = backend
+            .inner()
+            .get(key().as_str())
+            .expect("the claim is kept");
+        assert_eq!(record.state(), State::Claimed);
+    }
+
+    #[test]
+    fn a_failed_wait_fails_closed_or_runs_unprotected() {
+        for (on_error, runs) in [
+            (OnStorageError::FailClosed, 0),
+            (OnStorageError::FailOpen, 1),
+        ] {
+            let ran = AtomicUsize::new(0);
+            let executor = blocking(policy(on_error));
+            let backend = executor.backend();
+            let claim = backend
+                .inner()
+                .claim(key().as_str(), fingerprint().as_str(), 1, LONG)
+                .unwrap();
+            let Claim::New(owner) = claim else {
+                panic!("a fresh backend claims New, got {claim:?}");
+            };
+            backend.fail(Operation::Wait);
+            let result = executor.run(&key(), &fingerprint(), charge_blocking(&ran));
+            match on_error {
+                OnStorageError::FailClosed => assert_storage_error(result),
+                OnStorageError::FailOpen => assert_ran_unprotected(&result.unwrap()),
+            }
+            assert_eq!(ran.load(Ordering::SeqCst), runs, "{on_error:?}");
+            assert_eq!(backend.failures(Operation::Wait), 1);
+            let record = backend.inner().get(key().as_str()).unwrap();
+            assert_eq!(
+                record.claim_token(),
+                &owner,
+                "the owner's claim is untouched"
+            );
+        }
+    }
 }
