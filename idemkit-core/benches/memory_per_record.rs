@@ -1,5 +1,5 @@
-//! Figure 6 of issue 4: memory per COMPLETED record (an 18-byte key, a 2-byte
-//! fingerprint, the body `b"ok"`), measured two ways over 1,000,000 records in a `Store`:
+//! Memory per COMPLETED record (an 18-byte key, a 2-byte fingerprint, a 2-byte body),
+//! measured two ways over 1,000,000 records put in a `Store`, each in a fresh process:
 //!
 //! - requested: the bytes the store asked the allocator for and still holds, counted by
 //!   a wrapping global allocator. This is what Python's `tracemalloc` counts, and so the
@@ -7,8 +7,20 @@
 //! - resident: the growth of the process's resident set (`/proc/self/statm`), which adds
 //!   the allocator's own rounding and headers on top.
 //!
-//! Goal: at most 200 bytes per record. A `harness = false` binary; `cargo test --benches`
-//! runs it on 10,000 records as a smoke test.
+//! How the body is built matters, as it is the caller's allocation the store keeps:
+//!
+//! - `vec_body` (the figure): the body is built per request from a `Vec<u8>`, as a real
+//!   caller's is (a serialized reply is a fresh buffer, and `Bytes::from(Vec)` keeps it);
+//! - `static_body`: the body is `Bytes::from_static`, which allocates nothing: what the
+//!   store itself and the shared `Arc<Response>` cost;
+//! - `responses_alone`: no store, only the caller's part: 1,000,000 `Arc<Response>` with
+//!   `vec_body`'s bodies, kept in a `Vec` (whose 8 bytes per response are counted).
+//!
+//! The parent process runs each variant in a child process of its own (this binary,
+//! with `IDEMKIT_MEMORY_VARIANT` set), so every figure starts from a fresh heap.
+//!
+//! Goal: at most 200 bytes resident per record. A `harness = false` binary; `cargo test
+//! --benches` runs it on 10,000 records as a smoke test.
 
 mod support;
 
@@ -17,9 +29,13 @@ mod counting_allocator;
 
 use counting_allocator::{Counting, live_bytes};
 
+use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
-use idemkit_core::Store;
+use bytes::Bytes;
+use idemkit_core::{Claim, Response, Store};
+use support::{FINGERPRINT, HELD_TTL, Keys, LEASE};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -48,12 +64,23 @@ fn page_size() -> usize {
         .map_or(4096, |(_, size)| size as usize)
 }
 
-fn main() {
-    let records = if support::measuring() {
-        1_000_000
+/// The environment variable that makes this binary a child measuring one variant.
+const VARIANT: &str = "IDEMKIT_MEMORY_VARIANT";
+const VARIANTS: [&str; 3] = ["vec_body", "static_body", "responses_alone"];
+
+/// The response a caller completes with in `variant`.
+fn response(variant: &str) -> Response {
+    let body = if variant == "static_body" {
+        Bytes::from_static(b"ok")
     } else {
-        10_000
+        Bytes::from(b"ok".to_vec())
     };
+    Response::new(200, body)
+}
+
+/// Measures `variant` over `records` records in this process: (requested, resident)
+/// bytes per record.
+fn measure(variant: &str, records: usize) -> (f64, f64) {
     let now = Instant::now();
     // Touch the token source and the clock origin first so one-time setup is not counted.
     let mut warm = Store::new();
@@ -61,28 +88,88 @@ fn main() {
 
     let requested_before = live_bytes();
     let resident_before = resident_bytes();
-    let mut store = Store::new().with_max_size(records);
-    support::fill_store(&mut store, records, now);
+    let mut keys = Keys::new("h-", 0);
+    let kept: Box<dyn std::any::Any> = if variant == "responses_alone" {
+        let responses: Vec<Arc<Response>> =
+            (0..records).map(|_| Arc::new(response(variant))).collect();
+        Box::new(responses)
+    } else {
+        let mut store = Store::new().with_max_size(records);
+        for _ in 0..records {
+            let key = keys.next_key();
+            let Claim::New(token) = store.claim(key, FINGERPRINT, 1, LEASE, now).unwrap() else {
+                panic!("{key} was not new");
+            };
+            assert!(store.complete(key, &token, response(variant), HELD_TTL, now));
+        }
+        assert_eq!(store.len(), records);
+        Box::new(store)
+    };
     let requested = live_bytes() - requested_before;
     let resident = resident_bytes().saturating_sub(resident_before);
-    assert_eq!(store.len(), records);
+    drop(kept);
+    (
+        requested as f64 / records as f64,
+        resident as f64 / records as f64,
+    )
+}
 
-    let requested_per_record = requested as f64 / records as f64;
-    let resident_per_record = resident as f64 / records as f64;
-    println!("memory per COMPLETED record (18-byte key, 2-byte fingerprint, body b\"ok\")");
-    println!("  records:              {records}");
-    println!("  requested (counting allocator, as tracemalloc): {requested_per_record:.1} bytes");
-    println!("  resident (RSS delta, /proc/self/statm):          {resident_per_record:.1} bytes");
-    println!("  goal: at most 200 bytes");
-    if support::measuring() {
-        support::write_figure(
-            "memory_per_record",
-            &[
-                ("records", records as f64),
-                ("requested_bytes", requested_per_record),
-                ("resident_bytes", resident_per_record),
-            ],
-        );
+fn main() {
+    let records = if support::measuring() {
+        1_000_000
+    } else {
+        10_000
+    };
+    if let Ok(variant) = std::env::var(VARIANT) {
+        let (requested, resident) = measure(&variant, records);
+        println!("RESULT {requested} {resident}");
+        return;
     }
-    drop(store);
+    println!("memory per COMPLETED record (18-byte key, 2-byte fingerprint, 2-byte body)");
+    println!("  records: {records}");
+    let mut fields = vec![("records", records as f64)];
+    for variant in VARIANTS {
+        let output = Command::new(std::env::current_exe().expect("this binary"))
+            .args(std::env::args().skip(1))
+            .env(VARIANT, variant)
+            .output()
+            .expect("run a child process");
+        assert!(output.status.success(), "{variant}: {output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("RESULT "))
+            .expect("a RESULT line");
+        let mut numbers = line.split(' ').map(|n| n.parse::<f64>().expect("a number"));
+        let (requested, resident) = (numbers.next().unwrap(), numbers.next().unwrap());
+        println!(
+            "  {variant:16} requested (counting allocator, as tracemalloc) {requested:6.1} B, \
+             resident (RSS delta) {resident:6.1} B"
+        );
+        fields.push((
+            if variant == "vec_body" {
+                "requested_bytes"
+            } else {
+                leak(format!("{variant}_requested"))
+            },
+            requested,
+        ));
+        fields.push((
+            if variant == "vec_body" {
+                "resident_bytes"
+            } else {
+                leak(format!("{variant}_resident"))
+            },
+            resident,
+        ));
+    }
+    println!("  goal: at most 200 bytes resident (vec_body)");
+    if support::measuring() {
+        support::write_figure("memory_per_record", &fields);
+    }
+}
+
+/// A field name built at run time, for `write_figure`'s `&str` names.
+fn leak(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
 }

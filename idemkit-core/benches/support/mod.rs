@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod baseline;
+pub mod fifo_baseline;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,6 +26,22 @@ pub const HELD_TTL: Duration = Duration::from_secs(7 * 86_400);
 pub const TICK: Duration = Duration::from_nanos(1_000);
 /// The number of records held during the claim+complete figures.
 pub const HELD: usize = 1_000;
+/// The TTL of every completion in the steady-state figures on the system clock (the
+/// backend's): records live 1 ms, so the number held is what 1 ms of operations makes.
+pub const BACKEND_TTL: Duration = Duration::from_millis(1);
+
+/// The TTL that makes a `Store` driven at [`TICK`] per operation hold `held` records: a
+/// record completed at one operation is due exactly `held` operations later, so once
+/// `held` operations have run, every claim purges one record and inserts one.
+pub fn steady_ttl(held: usize) -> Duration {
+    TICK * held as u32 - Duration::from_nanos(1)
+}
+
+/// `count` unique keys of `keys`, each its own `String`, made before a sample is timed
+/// (as a service's keys arrive: each request owns its key).
+pub fn key_strings(keys: &mut Keys, count: u64) -> Vec<String> {
+    (0..count).map(|_| keys.next_key().to_owned()).collect()
+}
 
 /// Whether this binary runs as a benchmark (`cargo bench` passes `--bench`) rather than
 /// as a smoke test (`cargo test --benches`), where it only checks that it works.
@@ -168,6 +185,24 @@ pub fn store_claim_complete(store: &mut Store, key: &str, now: Instant) {
         panic!("key {key} was not new");
     };
     let done = store.complete(key, &token, Response::new(200, BODY), Duration::ZERO, now);
+    assert!(done, "complete of {key} was refused");
+}
+
+/// One `Store` claim+complete of a fresh key at `now`, its record replayed for `ttl`.
+pub fn store_claim_complete_for(store: &mut Store, key: &str, ttl: Duration, now: Instant) {
+    let Claim::New(token) = store.claim(key, FINGERPRINT, 1, LEASE, now).unwrap() else {
+        panic!("key {key} was not new");
+    };
+    let done = store.complete(key, &token, Response::new(200, BODY), ttl, now);
+    assert!(done, "complete of {key} was refused");
+}
+
+/// One backend claim+complete of a fresh key, its record replayed for `ttl`.
+pub fn backend_claim_complete_for(backend: &InMemoryBackend, key: &str, ttl: Duration) {
+    let Claim::New(token) = backend.claim(key, FINGERPRINT, 1, LEASE).unwrap() else {
+        panic!("key {key} was not new");
+    };
+    let done = backend.complete(key, &token, Response::new(200, BODY), ttl);
     assert!(done, "complete of {key} was refused");
 }
 

@@ -1,0 +1,156 @@
+//! The baseline of the steady-state figures: the plain store of `baseline.rs` plus the
+//! least correct expiry there is.
+//!
+//! One `parking_lot::Mutex` around a std `HashMap<String, Record>` and a FIFO of
+//! (deadline, key) pairs, pushed by each completion. Each claim, under the lock, first
+//! pops the FIFO's front while it is due and removes that key from the map (without
+//! checking that the record there is the one the deadline was written for: that is what
+//! makes it the *least* correct expiry; with one TTL per store it is also exact), then
+//! inserts the new record. The FIFO holds its own copy of each key, as the map owns the
+//! other.
+//!
+//! A claim draws its 16-byte token with one `getrandom::fill` call ([`Tokens::PerClaim`],
+//! the baseline proper), or from a private 4 KiB buffer of OS randomness
+//! ([`Tokens::Buffered`], what `idemkit` does; the machine's ceiling uses it so that it
+//! does the same work as the backend it is compared with).
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use idemkit_core::Response;
+use parking_lot::Mutex;
+
+use super::baseline::Record;
+
+/// How a claim draws its token's 16 bytes from the OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tokens {
+    /// One `getrandom::fill` of 16 bytes per claim.
+    PerClaim,
+    /// Out of a 4 KiB buffer filled by one `getrandom::fill` every 256 claims.
+    Buffered,
+}
+
+struct Inner {
+    records: HashMap<String, Record>,
+    deadlines: VecDeque<(Instant, String)>,
+    buffer: Box<[u8; 4096]>,
+    used: usize,
+}
+
+/// The steady-state baseline store.
+pub struct FifoBaseline {
+    tokens: Tokens,
+    inner: Mutex<Inner>,
+}
+
+impl FifoBaseline {
+    pub fn new(tokens: Tokens) -> FifoBaseline {
+        FifoBaseline {
+            tokens,
+            inner: Mutex::new(Inner {
+                records: HashMap::new(),
+                deadlines: VecDeque::new(),
+                buffer: Box::new([0; 4096]),
+                used: 4096,
+            }),
+        }
+    }
+
+    /// Drops every record whose deadline is before `now` (FIFO order), then claims an
+    /// absent key and returns its token; `None` if the key is present.
+    pub fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> Option<[u8; 16]> {
+        let mut token = [0u8; 16];
+        if self.tokens == Tokens::PerClaim {
+            getrandom::fill(&mut token).expect("the OS random source");
+        }
+        let mut inner = self.inner.lock();
+        let inner = &mut *inner;
+        while let Some((deadline, _)) = inner.deadlines.front() {
+            if *deadline >= now {
+                break;
+            }
+            let (_, due) = inner.deadlines.pop_front().expect("a front");
+            inner.records.remove(&due);
+        }
+        if self.tokens == Tokens::Buffered {
+            if inner.used == inner.buffer.len() {
+                getrandom::fill(&mut inner.buffer[..]).expect("the OS random source");
+                inner.used = 0;
+            }
+            token.copy_from_slice(&inner.buffer[inner.used..inner.used + 16]);
+            inner.used += 16;
+        }
+        match inner.records.entry(key.to_owned()) {
+            Entry::Occupied(_) => None,
+            Entry::Vacant(vacant) => {
+                vacant.insert(Record {
+                    fingerprint: fingerprint.to_owned(),
+                    fingerprint_version,
+                    token,
+                    claimed_at: now,
+                    lease_until: now + lease_ttl,
+                    completed_at: None,
+                    response: None,
+                });
+                Some(token)
+            }
+        }
+    }
+
+    /// Stores the response if `token` holds the claimed key, and queues its expiry.
+    pub fn complete(
+        &self,
+        key: &str,
+        token: &[u8; 16],
+        response: Response,
+        expires_after: Duration,
+        now: Instant,
+    ) -> bool {
+        let mut inner = self.inner.lock();
+        let inner = &mut *inner;
+        match inner.records.get_mut(key) {
+            Some(record) if record.response.is_none() && record.token == *token => {
+                let expires_at = now + expires_after;
+                record.completed_at = Some(now);
+                record.lease_until = expires_at;
+                record.response = Some(response);
+                inner.deadlines.push_back((expires_at, key.to_owned()));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records held, expired ones not dropped yet included.
+    pub fn len(&self) -> usize {
+        self.inner.lock().records.len()
+    }
+
+    /// One claim+complete of a fresh key at `now`, its record replayed for `ttl`.
+    pub fn claim_complete(&self, key: &str, ttl: Duration, now: Instant) {
+        let token = self
+            .claim(key, super::FINGERPRINT, 1, super::LEASE, now)
+            .expect("key is new");
+        let response = Response::new(200, super::BODY);
+        assert!(self.complete(key, &token, response, ttl, now));
+    }
+
+    /// The same on the system clock, read for the claim and again for the complete, as
+    /// a backend does.
+    pub fn claim_complete_now(&self, key: &str, ttl: Duration) {
+        let token = self
+            .claim(key, super::FINGERPRINT, 1, super::LEASE, Instant::now())
+            .expect("key is new");
+        let response = Response::new(200, super::BODY);
+        assert!(self.complete(key, &token, response, ttl, Instant::now()));
+    }
+}
