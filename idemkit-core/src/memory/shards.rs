@@ -133,7 +133,7 @@ impl Shards {
 
     /// The shard of `key`, locked, and the key hashed for that shard's store.
     fn shard<'k>(&self, key: &'k str) -> (MutexGuard<'_, Shard>, HashedKey<'k>) {
-        let (hash, route) = KeyHash::routed(&self.hasher, key);
+        let (hash, route) = KeyHash::routed(&self.hasher, key.as_bytes());
         // `route * shards / 2^32`: a uniform pick for any shard count, without a division.
         let index = ((u64::from(route) * self.shards.len() as u64) >> 32) as usize;
         (self.shards[index].0.lock(), HashedKey { key, hash })

@@ -25,7 +25,6 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::store::keyhash::KeyHash;
 use crate::store::stamp::Stamp;
 
 /// A slot number in the store's record table.
@@ -36,13 +35,34 @@ pub(crate) type Slot = u32;
 const MAX_RUNS: usize = 4;
 
 /// The record in `slot` is due to be removed after `deadline`. Entries order by deadline
-/// first. `hash` is the record's key hash, carried in what would otherwise be padding, so
-/// removing the record never hashes its key again.
+/// first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Entry {
     pub(crate) deadline: Stamp,
     pub(crate) slot: Slot,
-    pub(crate) hash: KeyHash,
+}
+
+/// An [`Entry`] as the runs keep it: the deadline's two halves and the slot, 12 bytes,
+/// where an `Entry` (an 8-byte-aligned stamp and a 4-byte slot) pads to 16. The runs
+/// hold about one entry per record, so this is 4 bytes per record held.
+#[derive(Clone, Copy)]
+struct Packed([u32; 3]);
+
+impl From<Entry> for Packed {
+    fn from(entry: Entry) -> Packed {
+        let nanos = entry.deadline.nanos() as u64;
+        Packed([nanos as u32, (nanos >> 32) as u32, entry.slot])
+    }
+}
+
+impl From<Packed> for Entry {
+    fn from(Packed([low, high, slot]): Packed) -> Entry {
+        let nanos = u64::from(low) | (u64::from(high) << 32);
+        Entry {
+            deadline: Stamp::from_nanos(nanos as i64),
+            slot,
+        }
+    }
 }
 
 /// Where the earliest entry lives: a run's index, or [`HEAP`].
@@ -58,20 +78,18 @@ const NONE: Stamp = Stamp::NEVER;
 const EMPTY_RUN: Entry = Entry {
     deadline: Stamp::UNSET,
     slot: 0,
-    hash: KeyHash::ZERO,
 };
 
 /// What `earliest` holds when the index is empty (its deadline is [`NONE`]).
 const NO_ENTRY: Entry = Entry {
     deadline: NONE,
     slot: 0,
-    hash: KeyHash::ZERO,
 };
 
 pub(crate) struct DeadlineIndex {
     /// Each run's deadlines never decrease from front to back. An emptied run keeps its
     /// memory and takes the next deadline that extends no other run.
-    runs: [VecDeque<Entry>; MAX_RUNS],
+    runs: [VecDeque<Packed>; MAX_RUNS],
     /// Each run's last entry, [`EMPTY_RUN`] (before every entry) when it is empty: what
     /// a push compares against, kept apart so the search reads one array.
     backs: [Entry; MAX_RUNS],
@@ -121,7 +139,7 @@ impl DeadlineIndex {
         if best == HEAP {
             self.heap.push(Reverse(entry));
         } else {
-            self.runs[usize::from(best)].push_back(entry);
+            self.runs[usize::from(best)].push_back(entry.into());
             self.backs[usize::from(best)] = entry;
         }
         // An entry earlier than every other one is at its run's front, or the heap's top.
@@ -146,16 +164,16 @@ impl DeadlineIndex {
             return;
         };
         let run = &mut self.runs[index];
-        let before = run.len().checked_sub(2).map(|at| run[at]);
+        let before = run.len().checked_sub(2).map(|at| Entry::from(run[at]));
         // In place only when moving earlier (a completion with a short TTL): a later
         // deadline belongs to another stream, whose run the push below finds.
         let fits = new <= old && before.is_none_or(|before| before <= new);
         if fits {
-            *run.back_mut().expect("`old` is in this run") = new;
+            *run.back_mut().expect("`old` is in this run") = new.into();
             self.backs[index] = new;
         } else {
             run.pop_back();
-            self.backs[index] = run.back().copied().unwrap_or(EMPTY_RUN);
+            self.backs[index] = run.back().copied().map_or(EMPTY_RUN, Entry::from);
             self.len -= 1;
         }
         if self.earliest_in == index as Source && self.earliest == old {
@@ -243,6 +261,7 @@ impl DeadlineIndex {
         };
         for (index, run) in self.runs.iter().enumerate() {
             if let Some(&front) = run.front() {
+                let front = Entry::from(front);
                 if front < earliest {
                     earliest = front;
                     earliest_in = index as Source;
@@ -262,7 +281,7 @@ impl DeadlineIndex {
         if let Some(&last) = entries.last() {
             self.backs[0] = last;
         }
-        self.runs[0] = VecDeque::from(entries);
+        self.runs[0] = entries.into_iter().map(Packed::from).collect();
         self.refresh_earliest();
     }
 }
@@ -275,7 +294,6 @@ mod tests {
         Entry {
             deadline: Stamp::from_nanos(deadline),
             slot,
-            hash: KeyHash::ZERO,
         }
     }
 
@@ -407,6 +425,17 @@ mod tests {
         index.reschedule(entry(40, 0), Stamp::from_nanos(900));
         assert_eq!(index.next(), Some(Stamp::from_nanos(500)));
         assert_eq!(drain(&mut index), [(500, 1), (900, 0)]);
+    }
+
+    #[test]
+    fn packed_entries_read_back_exactly() {
+        for deadline in [i64::MIN, -1, 0, 1, 0x1234_5678_9abc_def0, i64::MAX - 1] {
+            for slot in [0, 7, Slot::MAX] {
+                let entry = entry(deadline, slot);
+                assert_eq!(Entry::from(Packed::from(entry)), entry);
+            }
+        }
+        assert_eq!(std::mem::size_of::<Packed>(), 12);
     }
 
     #[test]

@@ -5,9 +5,9 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 /// 32 bits of a key's keyed SipHash (std's `RandomState`, so clients cannot choose
 /// collisions): what places the key in the store's table.
 ///
-/// Why 32 bits and not 64: a deadline entry (an 8-byte deadline and a 4-byte slot) has 4
-/// bytes of padding, so the hash rides along in it for free, and a record that expires
-/// is found in the table without hashing its key again. A table of this store never
+/// Why 32 bits and not 64: a stored record has 4 bytes of padding, so the hash rides
+/// along in it for free, and a record that expires, or a table that grows, finds its
+/// place in the table without hashing the key again. A table of this store never
 /// approaches 2^32 buckets, so no bit that matters is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct KeyHash(u32);
@@ -17,17 +17,17 @@ impl KeyHash {
     pub(crate) const ZERO: KeyHash = KeyHash(0);
 
     /// The hash of `key` under `hasher`'s secret keys.
-    pub(crate) fn of(hasher: &RandomState, key: &str) -> KeyHash {
+    pub(crate) fn of(hasher: &RandomState, key: &[u8]) -> KeyHash {
         KeyHash::routed(hasher, key).0
     }
 
     /// The hash of `key`, and 32 more bits of the same SipHash for picking a shard:
     /// independent of the table's bits, so every shard's table sees well-spread hashes.
-    pub(crate) fn routed(hasher: &RandomState, key: &str) -> (KeyHash, u32) {
+    pub(crate) fn routed(hasher: &RandomState, key: &[u8]) -> (KeyHash, u32) {
         // One `write` of the bytes: `hash_one(key)` would also write a terminator byte,
         // which only matters when several fields are hashed together.
         let mut state = hasher.build_hasher();
-        state.write(key.as_bytes());
+        state.write(key);
         let full = state.finish();
         (KeyHash(full as u32), (full >> 32) as u32)
     }
@@ -53,7 +53,7 @@ impl<'a> HashedKey<'a> {
     pub(crate) fn new(hasher: &RandomState, key: &'a str) -> HashedKey<'a> {
         HashedKey {
             key,
-            hash: KeyHash::of(hasher, key),
+            hash: KeyHash::of(hasher, key.as_bytes()),
         }
     }
 }
@@ -65,12 +65,15 @@ mod tests {
     #[test]
     fn the_same_key_hashes_alike_and_different_hashers_differ() {
         let (one, other) = (RandomState::new(), RandomState::new());
-        assert_eq!(KeyHash::of(&one, "order-17"), KeyHash::of(&one, "order-17"));
+        assert_eq!(
+            KeyHash::of(&one, b"order-17"),
+            KeyHash::of(&one, b"order-17")
+        );
         // A chance collision of two 32-bit hashes is possible but rare; three in a row
         // would mean the hasher's key is not used.
-        let differ = ["a", "b", "c"]
+        let differ = [&b"a"[..], b"b", b"c"]
             .iter()
-            .any(|key| KeyHash::of(&one, key) != KeyHash::of(&other, key));
+            .any(|&key| KeyHash::of(&one, key) != KeyHash::of(&other, key));
         assert!(differ);
     }
 

@@ -8,6 +8,7 @@
 pub(crate) mod capacity;
 pub(crate) mod expiry;
 pub(crate) mod keyhash;
+pub(crate) mod names;
 pub(crate) mod slots;
 pub(crate) mod stamp;
 pub(crate) mod stored;
@@ -229,6 +230,7 @@ impl Store {
         let fresh = |token| {
             StoredRecord::claimed(
                 key.key,
+                key.hash,
                 fingerprint,
                 fingerprint_version,
                 token,
@@ -253,13 +255,13 @@ impl Store {
         let Some(slot) = self.find(key) else {
             let token = self.tokens.next()?;
             self.take_capacity(now)?;
-            self.insert(key.hash, fresh(token.clone()));
+            self.insert(fresh(token.clone()));
             return Ok(Claim::New(token));
         };
         let record = self.record(slot);
         if record.removal_deadline(self.grace) < now {
             let token = self.tokens.next()?;
-            self.replace(slot, key.hash, fresh(token.clone()));
+            self.replace(slot, fresh(token.clone()));
             Ok(Claim::New(token))
         } else if record.is_completed() {
             Ok(Claim::Completed(record.to_record(self.timeline())))
@@ -267,7 +269,7 @@ impl Store {
             Ok(Claim::InFlight(record.to_record(self.timeline())))
         } else {
             let token = self.tokens.next()?;
-            self.replace(slot, key.hash, fresh(token.clone()));
+            self.replace(slot, fresh(token.clone()));
             Ok(Claim::Reclaimed(token))
         }
     }
@@ -308,9 +310,7 @@ impl Store {
         let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.update(slot, key.hash, |record| {
-            record.complete(now, response, expires_after)
-        });
+        self.update(slot, |record| record.complete(now, response, expires_after));
         true
     }
 
@@ -334,7 +334,7 @@ impl Store {
         let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.remove(slot, key.hash);
+        self.remove(slot);
         self.end_change();
         true
     }
@@ -366,7 +366,7 @@ impl Store {
         let Some(slot) = self.held_by(key, token, now) else {
             return false;
         };
-        self.update(slot, key.hash, |record| record.renew(now, lease_ttl));
+        self.update(slot, |record| record.renew(now, lease_ttl));
         true
     }
 
@@ -464,7 +464,9 @@ impl Store {
     fn find(&self, key: HashedKey<'_>) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
-            .find(key.hash.table(), |&slot| key_of(slots, slot) == key.key)
+            .find(key.hash.table(), |&slot| {
+                key_of(slots, slot) == key.key.as_bytes()
+            })
             .copied()
     }
 
@@ -483,18 +485,13 @@ impl Store {
         self.slots[slot].as_ref().expect("indexed slot is occupied")
     }
 
-    /// Changes the record in `slot` (its key's hash is `hash`) and re-indexes its
-    /// deadline.
-    fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut StoredRecord)) {
+    /// Changes the record in `slot` and re-indexes its deadline.
+    fn update(&mut self, slot: Slot, change: impl FnOnce(&mut StoredRecord)) {
         let record = self.slots[slot].as_mut().expect("indexed slot is occupied");
         let deadline = record.removal_deadline(self.grace);
         change(record);
         let new = record.removal_deadline(self.grace);
-        let old = Entry {
-            deadline,
-            slot,
-            hash,
-        };
+        let old = Entry { deadline, slot };
         self.deadlines.reschedule(old, new);
         self.end_change();
     }
@@ -514,10 +511,10 @@ impl Store {
         })
     }
 
-    /// Inserts a record for a key not present, whose hash is `hash`; its capacity is
-    /// already taken.
-    fn insert(&mut self, hash: KeyHash, record: StoredRecord) {
+    /// Inserts a record for a key not present; its capacity is already taken.
+    fn insert(&mut self, record: StoredRecord) {
         let deadline = record.removal_deadline(self.grace);
+        let hash = record.hash();
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot] = Some(record);
@@ -525,56 +522,34 @@ impl Store {
             }
             None => self.slots.push(record),
         };
-        let Store {
-            keys,
-            hasher,
-            slots,
-            ..
-        } = self;
-        keys.insert_unique(hash.table(), slot, |&slot| {
-            KeyHash::of(hasher, key_of(slots, slot)).table()
-        });
-        self.deadlines.push(Entry {
-            deadline,
-            slot,
-            hash,
-        });
+        let Store { keys, slots, .. } = self;
+        // A growing table moves every slot number, by the hash its record keeps.
+        keys.insert_unique(hash.table(), slot, |&slot| hash_of(slots, slot).table());
+        self.deadlines.push(Entry { deadline, slot });
         self.len += 1;
     }
 
-    /// Puts a fresh claim where a record of the same key (whose hash is `hash`) was.
-    fn replace(&mut self, slot: Slot, hash: KeyHash, record: StoredRecord) {
+    /// Puts a fresh claim where a record of the same key was.
+    fn replace(&mut self, slot: Slot, record: StoredRecord) {
         let old = Entry {
             deadline: self.record(slot).removal_deadline(self.grace),
             slot,
-            hash,
         };
         self.deadlines
             .reschedule(old, record.removal_deadline(self.grace));
         self.slots[slot] = Some(record);
     }
 
-    /// Removes the record in `slot`, whose key's hash is most likely `hash`.
-    fn remove(&mut self, slot: Slot, hash: KeyHash) {
+    /// Removes the record in `slot`, if there is one.
+    fn remove(&mut self, slot: Slot) {
         let Some(record) = self.slots[slot].take() else {
             return;
         };
-        let found = self
+        if let Ok(entry) = self
             .keys
-            .find_entry(hash.table(), |&indexed| indexed == slot);
-        if let Ok(entry) = found {
+            .find_entry(record.hash().table(), |&indexed| indexed == slot)
+        {
             entry.remove();
-        } else {
-            // A purge can reach a record through a deadline entry written for an earlier
-            // record of the same slot, due at the same instant (so this record is due as
-            // well): that entry carries the other key's hash.
-            let own = KeyHash::of(&self.hasher, record.key());
-            if let Ok(entry) = self
-                .keys
-                .find_entry(own.table(), |&indexed| indexed == slot)
-            {
-                entry.remove();
-            }
         }
         self.free.push(slot);
         self.len -= 1;
@@ -587,7 +562,7 @@ impl Store {
         let entry = self.deadlines.pop_before(now)?;
         let current = is_current(&self.slots, self.grace, &entry);
         if current {
-            self.remove(entry.slot, entry.hash);
+            self.remove(entry.slot);
         }
         Some(current)
     }
@@ -615,14 +590,13 @@ impl Store {
             slots,
             grace,
             len,
-            hasher,
             ..
         } = self;
         let grace = *grace;
         deadlines.prune(
             *len,
             |entry| is_current(slots, grace, entry),
-            || current_entries(slots, grace, hasher),
+            || current_entries(slots, grace),
         );
     }
 
@@ -640,11 +614,9 @@ impl Store {
         let mut keys = HashTable::with_capacity(self.len);
         for (slot, record) in (0..).zip(self.slots.iter()) {
             let record = record.as_ref().expect("compacted slots are all occupied");
-            keys.insert_unique(
-                KeyHash::of(&self.hasher, record.key()).table(),
-                slot,
-                |_: &Slot| unreachable!("the table was sized for every record"),
-            );
+            keys.insert_unique(record.hash().table(), slot, |_: &Slot| {
+                unreachable!("the table was sized for every record")
+            });
         }
         self.keys = keys;
         self.reindex();
@@ -652,7 +624,7 @@ impl Store {
 
     /// Rebuilds the deadline index from the records held.
     fn reindex(&mut self) {
-        let entries = current_entries(&self.slots, self.grace, &self.hasher);
+        let entries = current_entries(&self.slots, self.grace);
         self.deadlines.rebuild(entries);
     }
 }
@@ -671,7 +643,7 @@ pub(crate) enum Watch {
 }
 
 /// The index entry of every record held, as a rebuilt index holds them.
-fn current_entries(slots: &Slots, grace: Span, hasher: &RandomState) -> Vec<Entry> {
+fn current_entries(slots: &Slots, grace: Span) -> Vec<Entry> {
     (0..)
         .zip(slots.iter())
         .filter_map(|(slot, record)| {
@@ -679,14 +651,19 @@ fn current_entries(slots: &Slots, grace: Span, hasher: &RandomState) -> Vec<Entr
             Some(Entry {
                 deadline: record.removal_deadline(grace),
                 slot,
-                hash: KeyHash::of(hasher, record.key()),
             })
         })
         .collect()
 }
 
-fn key_of(slots: &Slots, slot: Slot) -> &str {
-    slots[slot].as_ref().map_or("", StoredRecord::key)
+fn key_of(slots: &Slots, slot: Slot) -> &[u8] {
+    slots[slot].as_ref().map_or(b"", StoredRecord::key_bytes)
+}
+
+fn hash_of(slots: &Slots, slot: Slot) -> KeyHash {
+    slots[slot]
+        .as_ref()
+        .map_or(KeyHash::ZERO, StoredRecord::hash)
 }
 
 /// Whether a deadline index entry still describes the record in its slot.
@@ -904,8 +881,11 @@ mod consistency {
         };
         assert_eq!(counted, held.len(), "the capacity counts every record");
         for &(slot, _) in &held {
-            let key = store.record(slot).key();
-            assert_eq!(store.find(HashedKey::new(&store.hasher, key)), Some(slot));
+            let record = store.record(slot);
+            let key = std::str::from_utf8(record.key_bytes()).unwrap();
+            let hashed = HashedKey::new(&store.hasher, key);
+            assert_eq!(record.hash(), hashed.hash, "a record keeps its key's hash");
+            assert_eq!(store.find(hashed), Some(slot));
         }
         let earliest = held
             .iter()

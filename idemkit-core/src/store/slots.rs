@@ -107,13 +107,24 @@ impl IndexMut<Slot> for Slots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::keyhash::KeyHash;
     use crate::store::stamp::Stamp;
     use crate::token::ClaimToken;
+    use std::hash::RandomState;
     use std::time::Duration;
 
     fn record(key: &str) -> StoredRecord {
         let token = ClaimToken::from_bytes([0; 16]);
-        StoredRecord::claimed(key, "fp", 1, token, Stamp::from_nanos(0), Duration::ZERO)
+        let hash = KeyHash::of(&RandomState::new(), key.as_bytes());
+        StoredRecord::claimed(
+            key,
+            hash,
+            "fp",
+            1,
+            token,
+            Stamp::from_nanos(0),
+            Duration::ZERO,
+        )
     }
 
     #[test]
@@ -131,27 +142,29 @@ mod tests {
         );
         assert_eq!(slots.chunks.len(), 3, "then a chunk at a time");
         assert_eq!(
-            slots[Slots::CHUNK as Slot].as_ref().map(StoredRecord::key),
-            Some("k1024")
+            slots[Slots::CHUNK as Slot]
+                .as_ref()
+                .map(StoredRecord::key_bytes),
+            Some(&b"k1024"[..])
         );
         slots[5] = None;
         assert!(slots[5].is_none());
         let keys: Vec<_> = slots
             .iter()
-            .map(|record| record.as_ref().map(StoredRecord::key))
+            .map(|record| record.as_ref().map(StoredRecord::key_bytes))
             .collect();
         assert_eq!(
             keys.len(),
             count,
             "the unused rest of the last chunk is not listed"
         );
-        assert_eq!(keys[4], Some("k4"));
+        assert_eq!(keys[4], Some(&b"k4"[..]));
         assert_eq!(keys[5], None);
-        assert_eq!(keys[count - 1], Some(format!("k{}", count - 1).as_str()));
+        assert_eq!(keys[count - 1], Some(format!("k{}", count - 1).as_bytes()));
 
-        let drained: Vec<String> = slots.drain().map(|r| r.key().to_owned()).collect();
+        let drained: Vec<Vec<u8>> = slots.drain().map(|r| r.key_bytes().to_vec()).collect();
         assert_eq!(drained.len(), count - 1, "every occupied slot, once");
-        assert_eq!(drained[5], "k6");
+        assert_eq!(drained[5], b"k6");
         assert_eq!((slots.len(), slots.capacity()), (0, 0));
     }
 

@@ -33,14 +33,12 @@ impl Stamp {
         Stamp(self.0.saturating_add(1))
     }
 
-    /// A stamp from its raw nanoseconds, for tests of the structures that hold stamps.
-    #[cfg(test)]
+    /// A stamp from its raw nanoseconds (what [`Stamp::nanos`] gives back).
     pub(crate) const fn from_nanos(nanos: i64) -> Stamp {
         Stamp(nanos)
     }
 
-    /// The raw nanoseconds, for tests.
-    #[cfg(test)]
+    /// The raw nanoseconds, for structures that store stamps packed.
     pub(crate) const fn nanos(self) -> i64 {
         self.0
     }

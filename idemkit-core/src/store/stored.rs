@@ -5,16 +5,22 @@ use std::time::Duration;
 
 use crate::record::Record;
 use crate::response::Response;
+use crate::store::keyhash::KeyHash;
+use crate::store::names::Names;
 use crate::store::stamp::{Span, Stamp, Timeline};
 use crate::token::ClaimToken;
 
 /// One key's record inside a store: the public [`Record`] with 8-byte stamps instead of
-/// instants, and the key and fingerprint in one allocation.
+/// instants, the key and fingerprint together (inside the record when short), and the
+/// key's hash.
 pub(crate) struct StoredRecord {
     /// The key followed by the fingerprint.
-    names: Box<str>,
-    key_len: u32,
+    names: Names,
     fingerprint_version: u32,
+    /// The key's hash in its store's table, kept in what would otherwise be padding: a
+    /// record that expires, or a table that grows or is compacted, never hashes its key
+    /// again.
+    hash: KeyHash,
     claim_token: ClaimToken,
     claimed_at: Stamp,
     /// `lease_until` while claimed; the expiry once completed.
@@ -25,22 +31,21 @@ pub(crate) struct StoredRecord {
 }
 
 impl StoredRecord {
-    /// A fresh claim. The caller checked that `key.len()` fits in a `u32`.
+    /// A fresh claim of `key`, whose hash is `hash`. The caller checked that `key.len()`
+    /// fits in a `u32`.
     pub(crate) fn claimed(
         key: &str,
+        hash: KeyHash,
         fingerprint: &str,
         fingerprint_version: u32,
         claim_token: ClaimToken,
         now: Stamp,
         lease_ttl: Duration,
     ) -> StoredRecord {
-        let mut names = String::with_capacity(key.len() + fingerprint.len());
-        names.push_str(key);
-        names.push_str(fingerprint);
         StoredRecord {
-            names: names.into_boxed_str(),
-            key_len: key.len() as u32,
+            names: Names::new(key, fingerprint),
             fingerprint_version,
+            hash,
             claim_token,
             claimed_at: now,
             deadline: now.saturating_add(lease_ttl),
@@ -49,8 +54,14 @@ impl StoredRecord {
         }
     }
 
-    pub(crate) fn key(&self) -> &str {
-        &self.names[..self.key_len as usize]
+    /// The key's bytes (a string's: the key was given as one).
+    pub(crate) fn key_bytes(&self) -> &[u8] {
+        self.names.key_bytes()
+    }
+
+    /// The key's hash in its store's table.
+    pub(crate) fn hash(&self) -> KeyHash {
+        self.hash
     }
 
     pub(crate) fn claim_token(&self) -> &ClaimToken {
@@ -93,9 +104,10 @@ impl StoredRecord {
 
     /// The record as a caller sees it, its stamps read on `timeline`.
     pub(crate) fn to_record(&self, timeline: Timeline) -> Record {
+        let (names, key_len) = self.names.to_boxed();
         let record = Record::from_names(
-            self.names.clone(),
-            self.key_len as usize,
+            names,
+            key_len,
             self.fingerprint_version,
             self.claim_token.clone(),
             timeline.instant(self.claimed_at),
@@ -109,5 +121,17 @@ impl StoredRecord {
             ),
             None => record,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_takes_80_bytes() {
+        // Names (24), the version and the hash (8), the token (16), three stamps (24)
+        // and the response pointer (8); an empty slot costs no more.
+        assert_eq!(std::mem::size_of::<Option<StoredRecord>>(), 80);
     }
 }
