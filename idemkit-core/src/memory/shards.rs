@@ -111,7 +111,7 @@ impl Shards {
     /// The default shard count: enough that threads on distinct keys rarely meet.
     ///
     /// Two threads meeting on a shard cost far more than the shard's memory (an empty
-    /// shard is well under a kilobyte; its token buffer appears with its first claim): at
+    /// shard is well under a kilobyte; tokens come from each thread's own buffer): at
     /// 8 shards, 2 threads on distinct keys ran only 1.15x the throughput of one, at 64
     /// they ran 1.4x. So: 32 per core, as a power of two, at most 512.
     pub(crate) fn default_count() -> usize {

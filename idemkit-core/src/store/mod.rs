@@ -33,7 +33,7 @@ use self::keyhash::{HashedKey, KeyHash};
 use self::slots::Slots;
 use self::stamp::{Span, Stamp, Timeline};
 use self::stored::StoredRecord;
-use self::tokens::TokenSource;
+use self::tokens::{TokenSource, Tokens};
 
 /// How many slots beyond twice the records held a store may keep before it compacts: a
 /// few, so a store that swings between zero and one record does not reallocate.
@@ -105,7 +105,7 @@ pub struct Store {
     /// to a claim and the completion or renewal that follows, and comparing two instants
     /// is cheaper than converting one.
     converted: Option<(Instant, Stamp)>,
-    tokens: TokenSource,
+    tokens: Tokens,
     len: usize,
 }
 
@@ -123,6 +123,7 @@ impl Store {
             Budget::own(Store::DEFAULT_MAX_SIZE),
             Store::DEFAULT_RECLAIM_GRACE,
             RandomState::new(),
+            Tokens::Own(TokenSource::new()),
         )
     }
 
@@ -149,16 +150,27 @@ impl Store {
 
     /// A store whose records count against `capacity`, shared with other stores (the
     /// shards of one backend), hashing keys with `hasher`, which the backend also uses to
-    /// route keys to shards, so each key is hashed once per operation.
+    /// route keys to shards, so each key is hashed once per operation. It draws its
+    /// tokens from the calling thread's buffer, as the shard is used by many threads.
     pub(crate) fn sharing(
         capacity: Arc<Capacity>,
         reclaim_grace: Duration,
         hasher: RandomState,
     ) -> Store {
-        Store::counting_against(Budget::shared(capacity), reclaim_grace, hasher)
+        Store::counting_against(
+            Budget::shared(capacity),
+            reclaim_grace,
+            hasher,
+            Tokens::Thread,
+        )
     }
 
-    fn counting_against(capacity: Budget, reclaim_grace: Duration, hasher: RandomState) -> Store {
+    fn counting_against(
+        capacity: Budget,
+        reclaim_grace: Duration,
+        hasher: RandomState,
+        tokens: Tokens,
+    ) -> Store {
         Store {
             keys: HashTable::new(),
             hasher,
@@ -170,7 +182,7 @@ impl Store {
             grace: Span::from_duration(reclaim_grace),
             timeline: None,
             converted: None,
-            tokens: TokenSource::new(),
+            tokens,
             len: 0,
         }
     }

@@ -1,4 +1,7 @@
-//! [`TokenSource`]: where a store draws its claim tokens.
+//! Where a store draws its claim tokens: [`TokenSource`], a buffer of OS randomness, and
+//! [`Tokens`], whose buffer a store draws from.
+
+use std::cell::RefCell;
 
 use crate::token::{ClaimToken, RandomSourceError};
 
@@ -8,32 +11,59 @@ use crate::token::{ClaimToken, RandomSourceError};
 /// source fills [`TokenSource::BATCH`] bytes at once and hands them out in order. Every
 /// byte is used once; nothing here is a userspace generator.
 pub(crate) struct TokenSource {
-    buffer: Box<[u8]>,
+    buffer: Vec<u8>,
     used: usize,
 }
 
 impl TokenSource {
     const BATCH: usize = 4096;
 
-    pub(crate) fn new() -> TokenSource {
+    pub(crate) const fn new() -> TokenSource {
         // Empty until the first draw: a store that never claims never touches the OS.
         TokenSource {
-            buffer: Box::default(),
+            buffer: Vec::new(),
             used: 0,
         }
     }
 
     pub(crate) fn next(&mut self) -> Result<ClaimToken, RandomSourceError> {
         if self.used == self.buffer.len() {
-            let mut fresh = vec![0u8; Self::BATCH].into_boxed_slice();
+            // Nothing is handed out of a buffer the OS failed to fill.
+            self.buffer.clear();
+            self.used = 0;
+            let mut fresh = vec![0u8; Self::BATCH];
             getrandom::fill(&mut fresh).map_err(RandomSourceError)?;
             self.buffer = fresh;
-            self.used = 0;
         }
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&self.buffer[self.used..self.used + 16]);
         self.used += 16;
         Ok(ClaimToken::from_bytes(bytes))
+    }
+}
+
+thread_local! {
+    /// The buffer of the stores that draw on their thread's (the shards of a backend).
+    static THREAD_TOKENS: RefCell<TokenSource> = const { RefCell::new(TokenSource::new()) };
+}
+
+/// Whose buffer a store draws its tokens from.
+pub(crate) enum Tokens {
+    /// Its own: a lone `Store` keeps everything it uses to itself.
+    Own(TokenSource),
+    /// The calling thread's. The shards of a backend are used by many threads: a buffer
+    /// per shard would be written by whichever thread claims there, so its cache lines
+    /// would move between cores with the shard's; a buffer per thread never moves, and
+    /// one buffer per thread instead of one per shard keeps fewer lines warm.
+    Thread,
+}
+
+impl Tokens {
+    pub(crate) fn next(&mut self) -> Result<ClaimToken, RandomSourceError> {
+        match self {
+            Tokens::Own(source) => source.next(),
+            Tokens::Thread => THREAD_TOKENS.with_borrow_mut(TokenSource::next),
+        }
     }
 }
 
@@ -48,5 +78,33 @@ mod tests {
         let drawn = TokenSource::BATCH / 16 * 5;
         let tokens: HashSet<_> = (0..drawn).map(|_| source.next().unwrap()).collect();
         assert_eq!(tokens.len(), drawn);
+    }
+
+    #[test]
+    fn stores_on_one_thread_never_draw_the_same_token() {
+        let (mut first, mut second) = (Tokens::Thread, Tokens::Thread);
+        let drawn = TokenSource::BATCH / 16 * 3;
+        let tokens: HashSet<_> = (0..drawn)
+            .flat_map(|_| [first.next().unwrap(), second.next().unwrap()])
+            .collect();
+        assert_eq!(tokens.len(), 2 * drawn);
+    }
+
+    #[test]
+    fn threads_draw_from_buffers_of_their_own() {
+        let drawn = TokenSource::BATCH / 16 * 2;
+        let draw = || {
+            let mut tokens = Tokens::Thread;
+            (0..drawn)
+                .map(|_| tokens.next().unwrap())
+                .collect::<Vec<_>>()
+        };
+        let (one, other) = std::thread::scope(|scope| {
+            let one = scope.spawn(draw);
+            let other = scope.spawn(draw);
+            (one.join().unwrap(), other.join().unwrap())
+        });
+        let all: HashSet<_> = one.iter().chain(&other).collect();
+        assert_eq!(all.len(), 2 * drawn, "no byte handed out twice");
     }
 }
