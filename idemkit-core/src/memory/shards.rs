@@ -443,7 +443,11 @@ mod tests {
         }
         let freed = released.len();
         assert_eq!(shared.len(), 20 - freed);
-        assert_eq!(shared.capacity.held(), 20, "the shard keeps the freed slots");
+        assert_eq!(
+            shared.capacity.held(),
+            20,
+            "the shard keeps the freed slots"
+        );
         // ... yet claims in the other shards get them: exactly as many, then the budget
         // is spent.
         let elsewhere = (0..100)

@@ -107,7 +107,15 @@ pub struct Store {
     converted: Option<(Instant, Stamp)>,
     tokens: Tokens,
     len: usize,
+    /// The slot of the record the last claim wrote ([`NO_SLOT`] if none or compacted
+    /// since). The completion (or renewal, or release) that follows a claim is usually
+    /// of the same key: comparing the key with that record's finds it without hashing
+    /// the key or probing the table.
+    recent: Slot,
 }
+
+/// Never a slot: a store holds fewer than `Slot::MAX` slots.
+const NO_SLOT: Slot = Slot::MAX;
 
 impl Store {
     /// The capacity of [`Store::new`].
@@ -184,6 +192,7 @@ impl Store {
             converted: None,
             tokens,
             len: 0,
+            recent: NO_SLOT,
         }
     }
 
@@ -264,7 +273,8 @@ impl Store {
         now: Stamp,
         fresh: impl Fn(ClaimToken) -> StoredRecord,
     ) -> Result<Claim, Error> {
-        let Some(slot) = self.find(key) else {
+        // Not `find`: a claim is rarely of the key the last claim wrote.
+        let Some(slot) = self.find_in_table(key) else {
             let token = self.tokens.next()?;
             self.take_capacity(now)?;
             self.insert(fresh(token.clone()));
@@ -305,7 +315,7 @@ impl Store {
         expires_after: Duration,
         now: Instant,
     ) -> bool {
-        let key = HashedKey::new(&self.hasher, key);
+        let key = self.hashed(key);
         self.complete_hashed(key, token, response.into(), expires_after, now)
     }
 
@@ -331,7 +341,7 @@ impl Store {
     /// lapsed claim still holds it within the reclaim grace, unless reclaimed).
     #[must_use = "false means the token did not hold the key"]
     pub fn release(&mut self, key: &str, token: &ClaimToken, now: Instant) -> bool {
-        let key = HashedKey::new(&self.hasher, key);
+        let key = self.hashed(key);
         self.release_hashed(key, token, now)
     }
 
@@ -362,7 +372,7 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> bool {
-        let key = HashedKey::new(&self.hasher, key);
+        let key = self.hashed(key);
         self.renew_hashed(key, token, lease_ttl, now)
     }
 
@@ -385,7 +395,7 @@ impl Store {
     /// The record of `key`, unless there is none or it is gone (an expired completed
     /// record, or a lapsed claim past its reclaim grace, even if not purged yet).
     pub fn get(&self, key: &str, now: Instant) -> Option<Record> {
-        self.get_hashed(HashedKey::new(&self.hasher, key), now)
+        self.get_hashed(self.hashed(key), now)
     }
 
     /// [`Store::get`] for a key already hashed with this store's hasher.
@@ -480,7 +490,29 @@ impl Store {
         }
     }
 
+    /// The slot of the record the last claim wrote, if it is `key`'s.
+    fn recent(&self, key: &str) -> Option<Slot> {
+        let record = self.slots.get(self.recent)?;
+        (record.key_bytes() == key.as_bytes()).then_some(self.recent)
+    }
+
+    /// `key` and its hash: kept by the record the last claim wrote if that is `key`'s,
+    /// computed otherwise.
+    fn hashed<'k>(&self, key: &'k str) -> HashedKey<'k> {
+        match self.recent(key) {
+            Some(slot) => HashedKey {
+                key,
+                hash: self.record(slot).hash(),
+            },
+            None => HashedKey::new(&self.hasher, key),
+        }
+    }
+
     fn find(&self, key: HashedKey<'_>) -> Option<Slot> {
+        self.recent(key.key).or_else(|| self.find_in_table(key))
+    }
+
+    fn find_in_table(&self, key: HashedKey<'_>) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
             .find(key.hash.table(), |&slot| {
@@ -546,6 +578,7 @@ impl Store {
         keys.insert_unique(hash.table(), slot, |&slot| hash_of(slots, slot).table());
         self.deadlines.push(Entry { deadline, slot });
         self.len += 1;
+        self.recent = slot;
     }
 
     /// Puts a fresh claim where a record of the same key was.
@@ -557,6 +590,7 @@ impl Store {
         self.deadlines
             .reschedule(old, record.removal_deadline(self.grace));
         self.slots[slot] = Some(record);
+        self.recent = slot;
     }
 
     /// Removes the record in `slot`, if there is one.
@@ -630,6 +664,8 @@ impl Store {
         }
         self.slots = slots;
         self.free = Vec::new();
+        // Records moved to other slots.
+        self.recent = NO_SLOT;
         let mut keys = HashTable::with_capacity(self.len);
         for (slot, record) in (0..).zip(self.slots.iter()) {
             let record = record.as_ref().expect("compacted slots are all occupied");
@@ -904,7 +940,9 @@ mod consistency {
             let key = std::str::from_utf8(record.key_bytes()).unwrap();
             let hashed = HashedKey::new(&store.hasher, key);
             assert_eq!(record.hash(), hashed.hash, "a record keeps its key's hash");
+            assert_eq!(store.find_in_table(hashed), Some(slot));
             assert_eq!(store.find(hashed), Some(slot));
+            assert_eq!(store.hashed(key).hash, hashed.hash);
         }
         let earliest = held
             .iter()
@@ -921,6 +959,16 @@ mod consistency {
             "{}",
             store.deadlines.len()
         );
+        // The last claim's slot, if it still holds a record, holds a record found by its
+        // key; a key not held is never found through it.
+        if let Some(record) = store.slots.get(store.recent) {
+            let key = std::str::from_utf8(record.key_bytes()).unwrap();
+            assert_eq!(store.recent(key), Some(store.recent));
+        }
+        for key in KEYS {
+            let hashed = HashedKey::new(&store.hasher, key);
+            assert_eq!(store.find(hashed), store.find_in_table(hashed), "{key}");
+        }
     }
 
     proptest! {

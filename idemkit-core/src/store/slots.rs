@@ -47,6 +47,15 @@ impl Slots {
         self.head.capacity() + self.chunks.len() * Slots::CHUNK
     }
 
+    /// The record in `slot`, if the slot was handed out and is occupied.
+    pub(crate) fn get(&self, slot: Slot) -> Option<&StoredRecord> {
+        if (slot as usize) < self.len {
+            self[slot].as_ref()
+        } else {
+            None
+        }
+    }
+
     /// Puts `record` in a new slot, after every slot handed out so far.
     pub(crate) fn push(&mut self, record: StoredRecord) -> Slot {
         let slot = self.len;
