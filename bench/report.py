@@ -150,6 +150,18 @@ def figures() -> list[Figure]:
         ratio(scaling, ceiling), lambda v: f"{v:.2f}", ">= 0.9",
         lambda v: at_least(v, 0.9)))
 
+    # Where the two-thread limit is: the same backend code with nothing shared, and
+    # what one cache line costs to move between the cores.
+    private_2 = median_ns("steady_threads/private/2")
+    handoff = median_ns("steady_threads/line_handoff")
+    rows.append(Figure(
+        "(limit) two threads each on a backend of its own vs one thread on one backend",
+        f"1 thread {ns(backend_1)}, 2 private backends {ns(private_2)}",
+        ratio(backend_1, private_2), lambda v: f"{v:.2f}x", "(none)", lambda v: None))
+    rows.append(Figure(
+        "(limit) one cache line's round trip between the two cores",
+        f"{ns(handoff)}", handoff, lambda v: f"{v:.0f} ns", "(none)", lambda v: None))
+
     store = median_ns("store_vs_baseline/store")
     memory = figure("memory_per_record")
 

@@ -14,9 +14,16 @@
 //! a sample runs from the release of all workers to the last one's finish (wall clock).
 //! Figure: (backend, 1 thread / 2 threads) over (ceiling, 1 thread / 2 threads). Goal:
 //! at least 0.9.
+//!
+//! Two more measurements say where the limit is: `private/2`, two threads each on a
+//! backend of its own (the same code, nothing shared: how it scales when no cache line
+//! moves between cores), and `line_handoff`, the round trip of one cache line between
+//! two threads (each waits for the other's write to an atomic, then writes it): what
+//! every line of a shard costs when the other core wrote it last.
 
 mod support;
 
+use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -135,7 +142,54 @@ fn threads(c: &mut Criterion) {
             move |key: &str| support::backend_claim_complete_for(&backend, key, BACKEND_TTL)
         });
     }
+    measure(&mut group, "private", 2, &next_key, || {
+        // Made on the worker's own thread, and used by it alone.
+        let backend = InMemoryBackend::builder().max_size(1_000_000).build();
+        move |key: &str| support::backend_claim_complete_for(&backend, key, BACKEND_TTL)
+    });
+    group.bench_function("line_handoff", |b| b.iter_custom(line_handoff));
     group.finish();
+}
+
+/// Round trips of one cache line between two threads: each waits for the other's write
+/// of an atomic counter, then writes it. Returns `iters` times the time of one round trip
+/// in the fastest of [`CHUNKS`] chunks of round trips: a chunk during which either thread
+/// was preempted by another job on this shared machine measures the scheduler, not the
+/// line.
+fn line_handoff(iters: u64) -> Duration {
+    const CHUNKS: u64 = 20;
+    let per_chunk = iters.div_ceil(CHUNKS).max(1);
+    let counter = AtomicU64::new(0);
+    let wait_for = |value: u64| {
+        let mut spins = 0u32;
+        while counter.load(Ordering::Acquire) != value {
+            spins += 1;
+            if spins % 4096 == 0 {
+                // The other thread is probably not running: let it.
+                std::thread::yield_now();
+            }
+            spin_loop();
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for round in 0..CHUNKS * per_chunk {
+                wait_for(2 * round + 1);
+                counter.store(2 * round + 2, Ordering::Release);
+            }
+        });
+        let mut fastest = Duration::MAX;
+        for chunk in 0..CHUNKS {
+            let began = Instant::now();
+            for round in chunk * per_chunk..(chunk + 1) * per_chunk {
+                wait_for(2 * round);
+                counter.store(2 * round + 1, Ordering::Release);
+            }
+            wait_for(2 * (chunk + 1) * per_chunk);
+            fastest = fastest.min(began.elapsed());
+        }
+        fastest / per_chunk as u32 * iters as u32
+    })
 }
 
 criterion_group! {
