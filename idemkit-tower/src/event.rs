@@ -139,8 +139,9 @@ pub struct IdempotencyEvent {
     pub method: Method,
     /// The request's path, as sent.
     pub path: String,
-    /// The status sent to the client.
-    pub status: StatusCode,
+    /// The status sent to the client; `None` when the inner service returned an error
+    /// instead of a response.
+    pub status: Option<StatusCode>,
     /// From the moment the layer received the request to the moment it handed the
     /// response head back (a delivered body may still be streaming).
     pub latency: Duration,
@@ -166,7 +167,7 @@ pub(crate) fn report(event: &IdempotencyEvent, callback: Option<&EventCallback>)
                 effective_key = key,
                 method = event.method.as_str(),
                 path = event.path.as_str(),
-                status = event.status.as_u16(),
+                status = event.status.map_or(0, |status| status.as_u16()),
                 latency_us,
                 backend = event.backend,
                 fingerprint_version = event.fingerprint_version,
@@ -239,7 +240,7 @@ mod tests {
             effective_key: Some(Key::new(["k"])),
             method: Method::POST,
             path: "/r".to_owned(),
-            status: StatusCode::LOCKED,
+            status: Some(StatusCode::LOCKED),
             latency: Duration::from_millis(3),
             backend: "memory",
             fingerprint_version: 1,
@@ -248,7 +249,7 @@ mod tests {
         report(&event, None);
         assert_eq!(
             *seen.lock().unwrap(),
-            [(EventKind::Conflict, StatusCode::LOCKED)]
+            [(EventKind::Conflict, Some(StatusCode::LOCKED))]
         );
     }
 }

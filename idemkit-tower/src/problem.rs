@@ -111,10 +111,6 @@ impl Problem {
         self
     }
 
-    pub(crate) fn kind(&self) -> ProblemType {
-        self.kind
-    }
-
     pub(crate) fn status(&self) -> StatusCode {
         self.status
     }

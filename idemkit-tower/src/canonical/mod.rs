@@ -11,6 +11,7 @@ mod percent;
 
 use std::borrow::Cow;
 
+pub(crate) use media_type::essence as media_type_essence;
 pub(crate) use path::canonical_path;
 
 /// The canonical form of a query string (without its `?`): decoded once, parameters
