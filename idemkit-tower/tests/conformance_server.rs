@@ -14,7 +14,7 @@ use support::server::ServerProcess;
 /// Not a test: the entry point of the server child processes (see `support::server`).
 #[test]
 fn conformance_server_child() {
-    support::server::child_entry();
+    support::server::child_entry(app::main_with_args);
 }
 
 #[tokio::test]

@@ -4,4 +4,6 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod in_process;
+pub mod scenarios;
 pub mod server;

@@ -22,14 +22,13 @@ pub const CHILD_TEST_NAME: &str = "conformance_server_child";
 /// How long a child may take to say it listens. Generous: the machine is shared.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
-/// In the child, runs the conformance server with the arguments the parent passed and
-/// never returns; elsewhere, returns at once.
-pub fn child_entry() {
+/// In the child, runs the conformance server (`serve`, given the arguments the parent
+/// passed) and never returns; elsewhere, returns at once.
+pub fn child_entry(serve: impl FnOnce(Vec<String>) -> std::process::ExitCode) {
     let Ok(args) = std::env::var(ARGS_VARIABLE) else {
         return;
     };
-    let args = args.lines().map(str::to_owned);
-    let code = crate::app::main_with_args(args);
+    let code = serve(args.lines().map(str::to_owned).collect());
     std::process::exit(if code == std::process::ExitCode::SUCCESS {
         0
     } else {

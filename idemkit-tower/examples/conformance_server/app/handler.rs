@@ -114,8 +114,16 @@ where
         }
     };
     *response.status_mut() = instructions.status;
+    // A test header replaces what the handler set under its name (Content-Type, say);
+    // repeated, it adds a value each time.
+    let mut replaced = Vec::new();
     for (name, value) in instructions.headers {
-        response.headers_mut().append(name, value);
+        if replaced.contains(&name) {
+            response.headers_mut().append(name, value);
+        } else {
+            response.headers_mut().insert(name.clone(), value);
+            replaced.push(name);
+        }
     }
     Ok(response)
 }
@@ -288,6 +296,9 @@ mod tests {
                 ("x-test-response-header", "Location: /resources/abc123"),
                 ("x-test-response-header", "Set-Cookie: session=secret-value"),
                 ("x-test-response-header", "ETag: \"v1\""),
+                ("x-test-response-header", "Content-Type: text/event-stream"),
+                ("x-test-response-header", "Link: </a>"),
+                ("x-test-response-header", "Link: </b>"),
             ],
             "",
         )
@@ -296,6 +307,8 @@ mod tests {
         assert_eq!(headers["location"], "/resources/abc123");
         assert_eq!(headers["set-cookie"], "session=secret-value");
         assert_eq!(headers["etag"], "\"v1\"");
+        assert_eq!(headers[CONTENT_TYPE], "text/event-stream", "replaced");
+        assert_eq!(headers.get_all("link").iter().count(), 2, "repeated");
 
         let response = handle(&state, request(&[("x-test-body-bytes", "2048")], ""))
             .await
