@@ -4,12 +4,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Response, StatusCode, request, response};
+use http::{HeaderMap, Response, StatusCode, Uri, request, response};
 use http_body::Body;
 use idemkit_core::{Decision, Key, Outcome, RunError};
 
 use crate::compat::{IDEMPOTENCY_REPLAY_UNAVAILABLE, ReplayUnavailable};
-use crate::event::{EventKind, IdempotencyEvent, report};
+use crate::event::{EventKind, Report};
 use crate::fingerprint::FINGERPRINT_VERSION;
 use crate::layer::Config;
 use crate::problem::{Problem, ProblemType};
@@ -38,8 +38,9 @@ pub(crate) enum NotStored<ResBody: Body, E> {
 /// Answers one protected request and reports what was decided.
 pub(crate) struct Answer<'a> {
     config: &'a Config,
-    method: Method,
-    path: String,
+    method: http::Method,
+    /// The request's URI (a cheap, shared copy), for the event's path.
+    uri: Uri,
     started: Instant,
     key: Option<Key>,
 }
@@ -49,7 +50,7 @@ impl<'a> Answer<'a> {
         Answer {
             config,
             method: parts.method.clone(),
-            path: parts.uri.path().to_owned(),
+            uri: parts.uri.clone(),
             started,
             key: None,
         }
@@ -259,16 +260,16 @@ impl<'a> Answer<'a> {
     }
 
     fn emit(&self, kind: EventKind, status: Option<StatusCode>) {
-        let event = IdempotencyEvent {
+        Report {
             kind,
-            effective_key: self.key.clone(),
-            method: self.method.clone(),
-            path: self.path.clone(),
+            effective_key: self.key.as_ref(),
+            method: &self.method,
+            path: self.uri.path(),
             status,
             latency: self.started.elapsed(),
             backend: self.config.backend_name,
             fingerprint_version: FINGERPRINT_VERSION,
-        };
-        report(&event, self.config.on_event.as_ref());
+        }
+        .emit(self.config.on_event.as_ref());
     }
 }

@@ -2,29 +2,32 @@
 //! the caller's scope, the method, the path and the client's key, so the same client
 //! key sent by two tenants, or to two endpoints, names two records.
 
-use http::Method;
 use idemkit_core::Key;
 
-use crate::canonical::canonical_path;
+use crate::canonical::Target;
 use crate::key_header::IdempotencyKey;
 
 /// The length-prefixed SHA-256 of the client's key, the caller's scope, the method
 /// (uppercase) and the canonical path, in that order. The length prefixes keep any two
 /// different tuples apart, whatever bytes the key or the scope hold.
-pub(crate) fn effective_key(key: &IdempotencyKey, scope: &str, method: &Method, path: &str) -> Key {
-    let method = method.as_str().to_ascii_uppercase();
-    let path = canonical_path(path);
+pub(crate) fn effective_key(key: &IdempotencyKey, scope: &str, target: &Target<'_>) -> Key {
     Key::new([
         key.as_bytes(),
         scope.as_bytes(),
-        method.as_bytes(),
-        path.as_bytes(),
+        target.method.as_bytes(),
+        target.path.as_bytes(),
     ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::Method;
+
+    /// The effective key of a request with this key, scope, method and path.
+    fn effective_key(key: &IdempotencyKey, scope: &str, method: &Method, path: &str) -> Key {
+        super::effective_key(key, scope, &Target::of(method, path))
+    }
 
     fn key(text: &str) -> IdempotencyKey {
         IdempotencyKey::parse(text.as_bytes()).unwrap()

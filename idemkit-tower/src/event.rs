@@ -154,37 +154,62 @@ pub struct IdempotencyEvent {
 /// The user's callback.
 pub(crate) type EventCallback = Arc<dyn Fn(&IdempotencyEvent) + Send + Sync>;
 
-/// Reports each event to `tracing` and to the user's callback, if any.
-pub(crate) fn report(event: &IdempotencyEvent, callback: Option<&EventCallback>) {
-    let key = event.effective_key.as_ref().map_or("", |key| key.as_str());
-    let latency_us = u64::try_from(event.latency.as_micros()).unwrap_or(u64::MAX);
-    macro_rules! emit {
-        ($level:expr) => {
-            tracing::event!(
-                target: "idemkit_tower",
-                $level,
-                decision = event.kind.as_str(),
-                effective_key = key,
-                method = event.method.as_str(),
-                path = event.path.as_str(),
-                status = event.status.map_or(0, |status| status.as_u16()),
-                latency_us,
-                backend = event.backend,
-                fingerprint_version = event.fingerprint_version,
-                "idempotency.{}",
-                event.kind.as_str(),
-            )
-        };
-    }
-    if event.kind.is_trouble() {
-        emit!(tracing::Level::WARN);
-    } else if event.kind.is_routine() {
-        emit!(tracing::Level::DEBUG);
-    } else {
-        emit!(tracing::Level::INFO);
-    }
-    if let Some(callback) = callback {
-        callback(event);
+/// What an event says, borrowed from the request: the event itself is built only when
+/// a callback wants one.
+pub(crate) struct Report<'a> {
+    pub(crate) kind: EventKind,
+    pub(crate) effective_key: Option<&'a Key>,
+    pub(crate) method: &'a Method,
+    pub(crate) path: &'a str,
+    pub(crate) status: Option<StatusCode>,
+    pub(crate) latency: Duration,
+    pub(crate) backend: &'static str,
+    pub(crate) fingerprint_version: u32,
+}
+
+impl Report<'_> {
+    /// Logs the decision through `tracing` and hands it to `callback`, if any.
+    pub(crate) fn emit(&self, callback: Option<&EventCallback>) {
+        let key = self.effective_key.map_or("", |key| key.as_str());
+        let status = self.status.map_or(0, |status| status.as_u16());
+        let latency_us = u64::try_from(self.latency.as_micros()).unwrap_or(u64::MAX);
+        macro_rules! log {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "idemkit_tower",
+                    $level,
+                    decision = self.kind.as_str(),
+                    effective_key = key,
+                    method = self.method.as_str(),
+                    path = self.path,
+                    status,
+                    latency_us,
+                    backend = self.backend,
+                    fingerprint_version = self.fingerprint_version,
+                    "idempotency.{}",
+                    self.kind.as_str(),
+                )
+            };
+        }
+        if self.kind.is_trouble() {
+            log!(tracing::Level::WARN);
+        } else if self.kind.is_routine() {
+            log!(tracing::Level::DEBUG);
+        } else {
+            log!(tracing::Level::INFO);
+        }
+        if let Some(callback) = callback {
+            callback(&IdempotencyEvent {
+                kind: self.kind,
+                effective_key: self.effective_key.cloned(),
+                method: self.method.clone(),
+                path: self.path.to_owned(),
+                status: self.status,
+                latency: self.latency,
+                backend: self.backend,
+                fingerprint_version: self.fingerprint_version,
+            });
+        }
     }
 }
 
@@ -235,18 +260,19 @@ mod tests {
         let callback: EventCallback = Arc::new(move |event: &IdempotencyEvent| {
             sink.lock().unwrap().push((event.kind, event.status));
         });
-        let event = IdempotencyEvent {
+        let key = Key::new(["k"]);
+        let report = Report {
             kind: EventKind::Conflict,
-            effective_key: Some(Key::new(["k"])),
-            method: Method::POST,
-            path: "/r".to_owned(),
+            effective_key: Some(&key),
+            method: &Method::POST,
+            path: "/r",
             status: Some(StatusCode::LOCKED),
             latency: Duration::from_millis(3),
             backend: "memory",
             fingerprint_version: 1,
         };
-        report(&event, Some(&callback));
-        report(&event, None);
+        report.emit(Some(&callback));
+        report.emit(None);
         assert_eq!(
             *seen.lock().unwrap(),
             [(EventKind::Conflict, Some(StatusCode::LOCKED))]

@@ -6,7 +6,7 @@ use http::header::{CONTENT_TYPE, HeaderName};
 use http::request::Parts;
 use idemkit_core::Fingerprint;
 
-use crate::canonical::{canonical_body, canonical_path, canonical_query};
+use crate::canonical::{Target, canonical_body, canonical_query};
 
 /// The version of the fingerprint algorithm below, stored with every record: a record
 /// written under another version is never compared with this one.
@@ -17,12 +17,12 @@ pub(crate) const FINGERPRINT_VERSION: u32 = 1;
 /// `named_headers` in the order given, its name, its number of values (4 bytes,
 /// big-endian) and each value.
 pub(crate) fn request_fingerprint(
+    target: &Target<'_>,
     parts: &Parts,
     body: &[u8],
     named_headers: &[HeaderName],
 ) -> Fingerprint {
-    let method = parts.method.as_str().to_ascii_uppercase();
-    let path = canonical_path(parts.uri.path());
+    let (method, path) = (&target.method, &target.path);
     let query = canonical_query(parts.uri.query().unwrap_or(""));
     let content_type = parts
         .headers
@@ -33,7 +33,7 @@ pub(crate) fn request_fingerprint(
     let counts = header_counts(&parts.headers, named_headers);
     for (name, count) in named_headers.iter().zip(&counts) {
         fields.push(name.as_str().as_bytes());
-        fields.push(count);
+        fields.push(count.as_slice());
         fields.extend(
             parts
                 .headers
@@ -59,6 +59,12 @@ fn header_counts(headers: &HeaderMap, names: &[HeaderName]) -> Vec<[u8; 4]> {
 mod tests {
     use super::*;
     use http::{Method, Request};
+
+    /// The fingerprint of a request with this head.
+    fn request_fingerprint(parts: &Parts, body: &[u8], named: &[HeaderName]) -> Fingerprint {
+        let target = Target::of(&parts.method, parts.uri.path());
+        super::request_fingerprint(&target, parts, body, named)
+    }
 
     fn parts(method: &str, uri: &str, headers: &[(&str, &str)]) -> Parts {
         let mut builder = Request::builder().method(method).uri(uri);

@@ -13,7 +13,7 @@ use idemkit_core::Backend;
 use tower_service::Service;
 
 use crate::answer::{Answer, Delivered, NotStored};
-use crate::canonical::media_type_essence;
+use crate::canonical::{Target, media_type_is};
 use crate::effective_key::effective_key;
 use crate::event::EventKind;
 use crate::fingerprint::request_fingerprint;
@@ -99,8 +99,9 @@ where
             return Ok(answer.refuse(problem, EventKind::RequestBodyUnreadable));
         }
     };
-    let key = effective_key(&key, &scope, &parts.method, parts.uri.path());
-    let fingerprint = request_fingerprint(&parts, &body, &config.fingerprint_headers);
+    let target = Target::of(&parts.method, parts.uri.path());
+    let key = effective_key(&key, &scope, &target);
+    let fingerprint = request_fingerprint(&target, &parts, &body, &config.fingerprint_headers);
     let answer = answer.with_key(key.clone());
     let request = Request::from_parts(parts, RequestBody::read(body));
 
@@ -179,5 +180,5 @@ fn is_event_stream(parts: &response::Parts) -> bool {
 fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
     headers
         .get(CONTENT_TYPE)
-        .is_some_and(|value| media_type_essence(value.as_bytes()) == media_type)
+        .is_some_and(|value| media_type_is(value.as_bytes(), media_type))
 }

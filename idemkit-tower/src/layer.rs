@@ -11,6 +11,7 @@ use idemkit_core::{AsyncIdempotency, Backend, Key};
 use tower_layer::Layer;
 
 use crate::builder::Builder;
+use crate::canonical::Target;
 use crate::compat::Compat;
 use crate::effective_key::effective_key;
 use crate::event::EventCallback;
@@ -112,7 +113,8 @@ impl<B: Backend> IdempotencyLayer<B> {
             .scope
             .of(parts)
             .ok_or(KeyError::NoIdentity)?;
-        Ok(effective_key(&key, &scope, &parts.method, parts.uri.path()))
+        let target = Target::of(&parts.method, parts.uri.path());
+        Ok(effective_key(&key, &scope, &target))
     }
 }
 

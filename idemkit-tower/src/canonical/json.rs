@@ -2,7 +2,9 @@
 //! keys sorted, so that key order and insignificant whitespace do not change a
 //! fingerprint.
 
-use serde_json::Value;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// `body` parsed as JSON and written back with sorted keys, no whitespace, non-ASCII
 /// characters kept as UTF-8; `None` if `body` is not JSON (the caller then uses the raw
@@ -12,47 +14,96 @@ use serde_json::Value;
 /// shortest representation of their `f64`), so `1` and `1.0` differ, as do `1e2` and
 /// `100`; strings are compared after unescaping, so `"\u0041"` and `"A"` agree.
 pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
-    let value: Value = serde_json::from_slice(body).ok()?;
-    let mut out = Vec::with_capacity(body.len());
-    write_sorted(&value, &mut out);
-    Some(out)
+    serde_json::from_slice::<Canonical>(body)
+        .ok()
+        .map(|canonical| canonical.0)
 }
 
-fn write_sorted(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            // Sorted here rather than trusting the map's own order: another crate in a
-            // build can turn on serde_json's insertion-order maps.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (index, (name, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_scalar(&Value::String(name.clone()), out);
-                out.push(b':');
-                write_sorted(item, out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_sorted(item, out);
-            }
-            out.push(b']');
-        }
-        scalar => write_scalar(scalar, out),
+/// A JSON value in canonical form, written as it is parsed (no tree of values is
+/// built: only an object's members are held, to be sorted).
+struct Canonical(Vec<u8>);
+
+impl<'de> Deserialize<'de> for Canonical {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Canonical, D::Error> {
+        deserializer.deserialize_any(CanonicalVisitor)
     }
 }
 
-fn write_scalar(value: &Value, out: &mut Vec<u8>) {
-    // Writing a scalar `Value` into a `Vec` cannot fail: no I/O, no map keys to check.
-    serde_json::to_writer(&mut *out, value).expect("a JSON scalar always serializes");
+struct CanonicalVisitor;
+
+/// Writes a scalar as JSON. Scalars from the parser always serialize (numbers are
+/// finite, strings are UTF-8).
+fn scalar(value: &impl serde::Serialize) -> Canonical {
+    Canonical(serde_json::to_vec(value).unwrap_or_default())
+}
+
+impl<'de> Visitor<'de> for CanonicalVisitor {
+    type Value = Canonical;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Canonical, E> {
+        Ok(Canonical(
+            if value { &b"true"[..] } else { b"false" }.to_vec(),
+        ))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Canonical, E> {
+        Ok(scalar(&value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Canonical, E> {
+        Ok(scalar(&value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Canonical, E> {
+        Ok(scalar(&value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Canonical, E> {
+        Ok(scalar(&value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Canonical, E> {
+        Ok(Canonical(b"null".to_vec()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Canonical, A::Error> {
+        let mut out = vec![b'['];
+        while let Some(Canonical(item)) = items.next_element::<Canonical>()? {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&item);
+        }
+        out.push(b']');
+        Ok(Canonical(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Canonical, A::Error> {
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        while let Some((name, Canonical(value))) = members.next_entry::<String, Canonical>()? {
+            entries.push((name, value));
+        }
+        // Stable: of members sharing a name, the last one written stays last, and wins.
+        entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut out = vec![b'{'];
+        for (index, (name, value)) in entries.iter().enumerate() {
+            if entries.get(index + 1).is_some_and(|(next, _)| next == name) {
+                continue;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&scalar(name).0);
+            out.push(b':');
+            out.extend_from_slice(value);
+        }
+        out.push(b'}');
+        Ok(Canonical(out))
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +151,24 @@ mod tests {
     #[test]
     fn a_repeated_key_keeps_its_last_value() {
         assert_eq!(canonical(r#"{"a":1,"a":2}"#), r#"{"a":2}"#);
+        assert_eq!(
+            canonical(r#"{"b":0,"a":1,"b":3,"a":2}"#),
+            r#"{"a":2,"b":3}"#
+        );
+    }
+
+    #[test]
+    fn scalars_and_nesting_are_written_compactly() {
+        assert_eq!(
+            canonical(
+                r#" [ true , false , null , -1 , 18446744073709551615 , 2.5e3 , "" , [ ] , { } ] "#
+            ),
+            r#"[true,false,null,-1,18446744073709551615,2500.0,"",[],{}]"#
+        );
+        assert_eq!(
+            canonical(r#"{"z":{"b":[{"y":1,"x":2}],"a":0}}"#),
+            r#"{"z":{"a":0,"b":[{"x":2,"y":1}]}}"#
+        );
     }
 
     #[test]

@@ -1,14 +1,20 @@
 //! Just enough of a `Content-Type` parser to pick a body's canonical form: its media
 //! type, and one named parameter (a multipart body's `boundary`).
 
-/// The media type of a `Content-Type` value (`type/subtype`), lowercased and trimmed,
-/// without parameters.
-pub(crate) fn essence(content_type: &[u8]) -> String {
+/// The media type of a `Content-Type` value (`type/subtype`), trimmed, without
+/// parameters, as written (compare it without regard to case, see [`is`]).
+pub(crate) fn essence(content_type: &[u8]) -> &[u8] {
     let end = content_type
         .iter()
         .position(|&byte| byte == b';')
         .unwrap_or(content_type.len());
-    String::from_utf8_lossy(trim(&content_type[..end])).to_ascii_lowercase()
+    trim(&content_type[..end])
+}
+
+/// Whether a `Content-Type` value names `media_type` (lowercase `type/subtype`),
+/// whatever its case and parameters.
+pub(crate) fn is(content_type: &[u8], media_type: &str) -> bool {
+    essence(content_type).eq_ignore_ascii_case(media_type.as_bytes())
 }
 
 /// The value of the parameter `name` (matched without regard to case) of a
@@ -80,13 +86,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn essence_is_lowercase_without_parameters() {
+    fn essence_is_the_media_type_without_parameters_compared_without_case() {
         assert_eq!(
             essence(b"Application/JSON; charset=utf-8"),
-            "application/json"
+            b"Application/JSON"
         );
-        assert_eq!(essence(b"  text/plain  "), "text/plain");
-        assert_eq!(essence(b""), "");
+        assert_eq!(essence(b"  text/plain  "), b"text/plain");
+        assert_eq!(essence(b""), b"");
+        assert!(is(b"Application/JSON; charset=utf-8", "application/json"));
+        assert!(is(b"text/event-stream", "text/event-stream"));
+        assert!(!is(b"application/json-seq", "application/json"));
     }
 
     #[test]

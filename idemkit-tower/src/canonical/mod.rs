@@ -11,8 +11,32 @@ mod percent;
 
 use std::borrow::Cow;
 
-pub(crate) use media_type::essence as media_type_essence;
+use http::Method;
+
+pub(crate) use media_type::is as media_type_is;
 pub(crate) use path::canonical_path;
+
+/// What a request acts on, in canonical form: its method, uppercase, and its canonical
+/// path. Both the effective key and the fingerprint start from it.
+#[derive(Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) method: Cow<'a, str>,
+    pub(crate) path: Cow<'a, str>,
+}
+
+impl<'a> Target<'a> {
+    pub(crate) fn of(method: &'a Method, path: &'a str) -> Target<'a> {
+        let method = method.as_str();
+        Target {
+            method: if method.bytes().any(|byte| byte.is_ascii_lowercase()) {
+                Cow::Owned(method.to_ascii_uppercase())
+            } else {
+                Cow::Borrowed(method)
+            },
+            path: canonical_path(path),
+        }
+    }
+}
 
 /// The canonical form of a query string (without its `?`): decoded once, parameters
 /// sorted by name then value, encoded again with uppercase hex escapes.
@@ -32,12 +56,15 @@ pub(crate) fn canonical_body<'a>(content_type: Option<&[u8]>, body: &'a [u8]) ->
     let Some(content_type) = content_type else {
         return Cow::Borrowed(body);
     };
-    let canonical = match media_type::essence(content_type).as_str() {
-        "application/json" => json::canonical_json(body),
-        "application/x-www-form-urlencoded" => Some(percent::canonical_pairs(body)),
-        "multipart/form-data" => media_type::parameter(content_type, "boundary")
-            .and_then(|boundary| multipart::canonical_multipart(body, &boundary)),
-        _ => None,
+    let canonical = if media_type::is(content_type, "application/json") {
+        json::canonical_json(body)
+    } else if media_type::is(content_type, "application/x-www-form-urlencoded") {
+        Some(percent::canonical_pairs(body))
+    } else if media_type::is(content_type, "multipart/form-data") {
+        media_type::parameter(content_type, "boundary")
+            .and_then(|boundary| multipart::canonical_multipart(body, &boundary))
+    } else {
+        None
     };
     canonical.map_or(Cow::Borrowed(body), Cow::Owned)
 }
@@ -45,6 +72,15 @@ pub(crate) fn canonical_body<'a>(content_type: Option<&[u8]>, body: &'a [u8]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_is_the_uppercase_method_and_the_canonical_path() {
+        let extension = Method::from_bytes(b"purge").unwrap();
+        let target = Target::of(&extension, "//a/");
+        assert_eq!((&*target.method, &*target.path), ("PURGE", "/a"));
+        let target = Target::of(&Method::POST, "/a");
+        assert!(matches!(target.method, Cow::Borrowed("POST")));
+    }
 
     #[test]
     fn json_bodies_are_canonical_only_when_declared_json() {

@@ -97,7 +97,7 @@ fn parse_part(part: &[u8]) -> Option<Part<'_>> {
         }
     }
     let disposition = disposition?;
-    if !media_type::essence(disposition).eq_ignore_ascii_case("form-data") {
+    if !media_type::is(disposition, "form-data") {
         return None;
     }
     Some(Part {
