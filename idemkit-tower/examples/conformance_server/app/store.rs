@@ -1,6 +1,7 @@
 //! The backend the command line chose, picked at run time.
 
 use idemkit_core::{DynBackend, InMemoryBackend, Key};
+use idemkit_tokio::TokioTimer;
 
 use super::options::{BackendChoice, Options};
 
@@ -23,7 +24,10 @@ impl Store {
         match &options.backend {
             BackendChoice::Memory => Ok(Store {
                 backend: DynBackend::new(
-                    InMemoryBackend::builder().max_size(MEMORY_RECORDS).build(),
+                    InMemoryBackend::builder()
+                        .max_size(MEMORY_RECORDS)
+                        .timer(TokioTimer)
+                        .build(),
                 ),
                 kind: Kind::Memory,
             }),
