@@ -112,3 +112,66 @@ async fn the_crash_header_aborts_the_process_before_it_answers() {
         .expect("the process exits");
     assert!(!status.success(), "aborted, not exited cleanly: {status:?}");
 }
+
+#[tokio::test]
+async fn events_are_json_lines_and_storage_keys_name_their_records() {
+    let server = ServerProcess::start(&[]);
+    let call = || {
+        Call::post("/resources")
+            .key("K-storage")
+            .header("X-Identity", "tenant-A:user-1")
+            .body("x")
+    };
+    send(server.address, call()).await.unwrap();
+    send(server.address, call()).await.unwrap();
+    let storage_key = |identity: &'static str| {
+        let address = server.address;
+        async move {
+            let reply = send(
+                address,
+                Call::get("/_storage_key?method=POST&path=%2Fresources")
+                    .key("K-storage")
+                    .header("X-Identity", identity),
+            )
+            .await
+            .unwrap();
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.header("content-type"), Some("text/plain"));
+            String::from_utf8(reply.body.to_vec()).unwrap()
+        }
+    };
+    let key_a = storage_key("tenant-A:user-1").await;
+    let key_b = storage_key("tenant-B:user-2").await;
+    assert_ne!(key_a, key_b, "another caller, another record");
+
+    // The printed events: one line each, naming the record by the same key.
+    let mut events = Vec::new();
+    for _ in 0..500 {
+        events = server.events();
+        if events.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["event"], "idempotency.new");
+    assert_eq!(events[1]["event"], "idempotency.replayed");
+    for event in &events {
+        assert_eq!(event["effective_key"], key_a.as_str());
+        assert_eq!(event["method"], "POST");
+        assert_eq!(event["path"], "/resources");
+        assert_eq!(event["status"], 201);
+        assert_eq!(event["backend"], "memory");
+        assert!(event["latency_ms"].is_number());
+    }
+    // The two routes outside the layer produce no event, and the handler did not run
+    // for them.
+    assert_eq!(server.handler_calls().await, 1);
+    let no_key = send(
+        server.address,
+        Call::get("/_storage_key?method=POST&path=%2Fresources"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(no_key.status, 400);
+}

@@ -598,6 +598,42 @@ async fn a_client_that_goes_away_mid_run_does_not_leave_its_key_held() {
     assert_eq!(events.last().kind, EventKind::New);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn waiters_that_give_up_leave_the_others_their_replay() {
+    let (served, app, _) = serve(builder()).await;
+    let address = served.address;
+    let holder =
+        tokio::spawn(async move { send(address, post("crowd").header("x-gate", "1")).await });
+    wait_until(|| app.waiting.load(Ordering::SeqCst) == 1).await;
+    // Five duplicates wait for the holder; three of their clients give up.
+    let mut patient = Vec::new();
+    for _ in 0..2 {
+        patient.push(tokio::spawn(
+            async move { send(address, post("crowd")).await },
+        ));
+    }
+    let mut impatient = Vec::new();
+    for _ in 0..3 {
+        impatient.push(tokio::spawn(
+            async move { send(address, post("crowd")).await },
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for waiter in &impatient {
+        waiter.abort();
+    }
+    app.gate.notify_waiters();
+    let first = holder.await.unwrap().unwrap();
+    for waiter in patient {
+        let reply = waiter.await.unwrap().unwrap();
+        assert!(replayed(&reply));
+        assert_eq!(reply.body, first.body);
+    }
+    assert_eq!(app.calls(), 1);
+    let later = send(served.address, post("crowd")).await.unwrap();
+    assert!(replayed(&later));
+}
+
 #[tokio::test]
 async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
     // No heartbeat: a holder that stalls past its lease is taken over, as a crashed one
