@@ -196,85 +196,139 @@ fn criterion_figures(criterion: &mut Criterion, runtime: &Runtime, setup: &mut S
     group.finish();
 }
 
+/// The CPU time this process has used so far, in nanoseconds: the sum over its threads
+/// (server, client and runtime alike) of the time the kernel ran them
+/// (`/proc/self/task/*/schedstat`). `None` where the kernel does not say.
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// One figure's measurements, a round each: requests per second of wall time, and
+/// requests per second of this process's CPU time.
+#[derive(Default)]
+struct Rates {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
 /// The ratios, measured side by side: `rounds` rounds, each sending `per_round`
 /// requests to each server in turn (the order rotating from round to round), so a
-/// change in the machine's load weighs on all three alike. Prints and returns, for
-/// each figure, the requests per second of every round.
-fn interleaved(
-    runtime: &Runtime,
-    setup: &mut Setup,
-    rounds: usize,
-    per_round: u64,
-) -> [Vec<f64>; 3] {
-    let mut rates: [Vec<f64>; 3] = Default::default();
+/// change in the machine's load weighs on all three alike.
+///
+/// Two rates per round: by wall time (what a client sees, but on a shared machine it
+/// also measures the other jobs) and by this process's CPU time (the server's and the
+/// client's work per request, which other jobs do not change).
+fn interleaved(runtime: &Runtime, setup: &mut Setup, rounds: usize, per_round: u64) -> [Rates; 3] {
+    let mut rates: [Rates; 3] = Default::default();
     for round in 0..rounds {
         for offset in 0..3 {
             let index = (round + offset) % 3;
+            let cpu_before = process_cpu_ns();
             let elapsed = runtime.block_on(setup.run(FIGURES[index].0, per_round));
-            rates[index].push(per_round as f64 / elapsed.as_secs_f64());
+            let cpu = cpu_before
+                .zip(process_cpu_ns())
+                .map(|(b, a)| a.saturating_sub(b));
+            rates[index]
+                .wall
+                .push(per_round as f64 / elapsed.as_secs_f64());
+            if let Some(cpu) = cpu.filter(|&ns| ns > 0) {
+                rates[index].cpu.push(per_round as f64 / (cpu as f64 / 1e9));
+            }
         }
     }
     rates
 }
 
-fn median(values: &mut [f64]) -> f64 {
+fn median(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     let middle = values.len() / 2;
-    if values.len() % 2 == 0 {
-        (values[middle - 1] + values[middle]) / 2.0
-    } else {
-        values[middle]
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 0 => (values[middle - 1] + values[middle]) / 2.0,
+        _ => values[middle],
     }
 }
 
+/// The median, the lowest and the highest of `values`.
+fn spread(values: &[f64]) -> serde_json::Value {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    serde_json::json!({ "median": median(values), "min": min, "max": max })
+}
+
+/// Round by round, `layer / plain`.
+fn ratios(layer: &[f64], plain: &[f64]) -> Vec<f64> {
+    layer.iter().zip(plain).map(|(l, p)| l / p).collect()
+}
+
 /// Prints the interleaved figures and writes them next to criterion's results.
-fn report(rates: [Vec<f64>; 3], per_round: u64) {
-    let [mut plain, mut new, mut replay] = rates;
-    let mut ratio_new: Vec<f64> = new.iter().zip(&plain).map(|(l, p)| l / p).collect();
-    let mut ratio_replay: Vec<f64> = replay.iter().zip(&plain).map(|(l, p)| l / p).collect();
-    let spread = |values: &[f64]| {
-        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (min, max)
-    };
-    let rounds = plain.len();
-    let (new_min, new_max) = spread(&ratio_new);
-    let (replay_min, replay_max) = spread(&ratio_replay);
+fn report(rates: [Rates; 3], per_round: u64) {
+    let [plain, new, replay] = rates;
     let summary = serde_json::json!({
         "connections": CONNECTIONS,
-        "rounds": rounds,
+        "rounds": plain.wall.len(),
         "requests_per_round": per_round,
-        "requests_per_second_median": {
-            "without_layer": median(&mut plain),
-            "layer_new_keys": median(&mut new),
-            "layer_replays": median(&mut replay),
+        "wall": {
+            "requests_per_second": {
+                "without_layer": spread(&plain.wall),
+                "layer_new_keys": spread(&new.wall),
+                "layer_replays": spread(&replay.wall),
+            },
+            "ratio_new_keys": spread(&ratios(&new.wall, &plain.wall)),
+            "ratio_replays": spread(&ratios(&replay.wall, &plain.wall)),
         },
-        "ratio_new_keys": { "median": median(&mut ratio_new), "min": new_min, "max": new_max },
-        "ratio_replays": { "median": median(&mut ratio_replay), "min": replay_min, "max": replay_max },
+        "cpu": {
+            "requests_per_cpu_second": {
+                "without_layer": spread(&plain.cpu),
+                "layer_new_keys": spread(&new.cpu),
+                "layer_replays": spread(&replay.cpu),
+            },
+            "ratio_new_keys": spread(&ratios(&new.cpu, &plain.cpu)),
+            "ratio_replays": spread(&ratios(&replay.cpu, &plain.cpu)),
+        },
     });
     println!(
-        "\n{rounds} interleaved rounds of {per_round} requests per server, {CONNECTIONS} connections:"
+        "\n{} interleaved rounds of {per_round} requests per server, {CONNECTIONS} connections \
+         (median, and lowest to highest round):",
+        plain.wall.len()
     );
-    println!(
-        "  requests/s (median): without the layer {:.0}, layer new keys {:.0}, layer replays {:.0}",
-        summary["requests_per_second_median"]["without_layer"]
-            .as_f64()
-            .unwrap_or(0.0),
-        summary["requests_per_second_median"]["layer_new_keys"]
-            .as_f64()
-            .unwrap_or(0.0),
-        summary["requests_per_second_median"]["layer_replays"]
-            .as_f64()
-            .unwrap_or(0.0),
-    );
-    println!(
-        "  ratio, new keys: median {:.2}x (rounds {new_min:.2}x to {new_max:.2}x; goal >= 0.8x)",
-        summary["ratio_new_keys"]["median"].as_f64().unwrap_or(0.0)
-    );
-    println!(
-        "  ratio, replays:  median {:.2}x (rounds {replay_min:.2}x to {replay_max:.2}x; goal >= 0.9x)",
-        summary["ratio_replays"]["median"].as_f64().unwrap_or(0.0)
-    );
+    for (clock, unit, rates) in [
+        ("wall", "requests/s", "requests_per_second"),
+        ("cpu", "requests per CPU-second", "requests_per_cpu_second"),
+    ] {
+        let figures = &summary[clock];
+        let line = |value: &serde_json::Value| {
+            format!(
+                "{:.2} ({:.2} to {:.2})",
+                value["median"].as_f64().unwrap_or(f64::NAN),
+                value["min"].as_f64().unwrap_or(f64::NAN),
+                value["max"].as_f64().unwrap_or(f64::NAN)
+            )
+        };
+        println!(
+            "  by {clock} time, {unit}: without the layer {:.0}, new keys {:.0}, replays {:.0}",
+            figures[rates]["without_layer"]["median"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            figures[rates]["layer_new_keys"]["median"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+            figures[rates]["layer_replays"]["median"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
+        );
+        println!(
+            "    ratios: new keys {}x (goal >= 0.8x), replays {}x (goal >= 0.9x)",
+            line(&figures["ratio_new_keys"]),
+            line(&figures["ratio_replays"])
+        );
+    }
     if let Some(target) = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).parent() {
         let directory = target.join("criterion").join("idemkit-tower");
         if std::fs::create_dir_all(&directory).is_ok() {
@@ -334,6 +388,8 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` does not, and then every
     // figure runs once, on a few requests.
     let measuring = std::env::args().any(|arg| arg == "--bench");
+    // Profiling one figure (`--profile-time`) runs that figure alone.
+    let profiling = std::env::args().any(|arg| arg.starts_with("--profile-time"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -346,7 +402,10 @@ fn main() {
         .configure_from_args();
     criterion_figures(&mut criterion, &runtime, &mut setup);
     criterion.final_summary();
-    let (rounds, per_round) = if measuring { (15, 20_000) } else { (1, 100) };
+    if profiling {
+        return;
+    }
+    let (rounds, per_round) = if measuring { (40, 5_000) } else { (1, 100) };
     let rates = interleaved(&runtime, &mut setup, rounds, per_round);
     if measuring {
         criterion_summary();

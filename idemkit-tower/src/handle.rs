@@ -112,7 +112,9 @@ where
     let result = shared
         .executor
         .run(&key, &fingerprint, move || async move {
-            run_handler(inner, request, config, slot).await
+            // Boxed: the handler's future is large, and every request, replays included,
+            // would otherwise carry (and copy) its room inline.
+            Box::pin(run_handler(inner, request, config, slot)).await
         })
         .await;
     answer.finish(result, delivered)
