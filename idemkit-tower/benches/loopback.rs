@@ -33,6 +33,8 @@ const STORED_KEYS: u64 = 1_000;
 const BODY: &str = r#"{"sku":"A1","qty":2}"#;
 /// The criterion group; its results are under `target/criterion/<GROUP>/`.
 const GROUP: &str = "loopback_64_connections";
+/// The criterion group of the same figures without sockets.
+const IN_PROCESS_GROUP: &str = "in_process_64_tasks";
 
 /// The app measured: a small JSON answer, as a create endpoint would give.
 fn app() -> Router {
@@ -196,6 +198,70 @@ fn criterion_figures(criterion: &mut Criterion, runtime: &Runtime, setup: &mut S
     group.finish();
 }
 
+/// The same three figures without sockets: 64 tasks call each router directly, so
+/// what is left is the layer's own work (and the app's), not the network's.
+fn in_process_figures(criterion: &mut Criterion, runtime: &Runtime) {
+    let (plain, new_keys, replays) = runtime.block_on(async {
+        let replays = layered(REPLAYS_TTL);
+        direct(&replays, STORED_KEYS, Arc::new(|n| n)).await;
+        (app(), layered(NEW_KEYS_TTL), replays)
+    });
+    let fresh = Arc::new(AtomicU64::new(0));
+    let mut group = criterion.benchmark_group(IN_PROCESS_GROUP);
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("without_layer", |bench| {
+        bench.iter_custom(|iters| runtime.block_on(direct(&plain, iters, Arc::new(|n| n))))
+    });
+    group.bench_function("layer_new_keys", |bench| {
+        bench.iter_custom(|iters| {
+            let first = fresh.fetch_add(iters, Ordering::Relaxed) + 1_000_000_000;
+            runtime.block_on(direct(&new_keys, iters, Arc::new(move |n| first + n)))
+        })
+    });
+    group.bench_function("layer_replays", |bench| {
+        bench.iter_custom(|iters| {
+            runtime.block_on(direct(&replays, iters, Arc::new(|n| n % STORED_KEYS)))
+        })
+    });
+    group.finish();
+}
+
+/// Sends `total` requests straight to `router` from `CONNECTIONS` tasks; returns the
+/// time taken.
+async fn direct(
+    router: &Router,
+    total: u64,
+    key: Arc<dyn Fn(u64) -> u64 + Send + Sync>,
+) -> Duration {
+    use tower::ServiceExt;
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        let (router, next, key) = (router.clone(), Arc::clone(&next), Arc::clone(&key));
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= total {
+                    return;
+                }
+                let request = Request::post("/orders")
+                    .header("content-type", "application/json")
+                    .header("idempotency-key", format!("bench-{}", key(n)))
+                    .body(axum::body::Body::from(BODY))
+                    .expect("a valid request");
+                let response = router.clone().oneshot(request).await.expect("an answer");
+                assert_eq!(response.status(), 201);
+                response.into_body().collect().await.expect("a body");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a task");
+    }
+    started.elapsed()
+}
+
 /// The CPU time this process has used so far, in nanoseconds: the sum over its threads
 /// (server, client and runtime alike) of the time the kernel ran them
 /// (`/proc/self/task/*/schedstat`). `None` where the kernel does not say.
@@ -339,11 +405,11 @@ fn report(rates: [Rates; 3], per_round: u64) {
 
 /// Median time per request and its median absolute deviation, in nanoseconds, from
 /// criterion's estimates of `id`; `None` when this run did not measure it.
-fn estimate(id: &str) -> Option<(f64, f64)> {
+fn estimate(group: &str, id: &str) -> Option<(f64, f64)> {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()?
         .join("criterion")
-        .join(GROUP)
+        .join(group)
         .join(id)
         .join("new/estimates.json");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
@@ -355,33 +421,36 @@ fn estimate(id: &str) -> Option<(f64, f64)> {
 
 /// Criterion's figures of this run, side by side.
 fn criterion_summary() {
-    let (Some(plain), Some(new), Some(replay)) = (
-        estimate("without_layer"),
-        estimate("layer_new_keys"),
-        estimate("layer_replays"),
-    ) else {
-        return;
-    };
-    println!(
-        "\ncriterion, {CONNECTIONS} connections (median time per request +- median absolute deviation):"
-    );
-    for (name, (median, deviation)) in [
-        ("without the layer", plain),
-        ("layer, new keys", new),
-        ("layer, replays", replay),
+    for (group, title) in [
+        (GROUP, "over loopback, 64 connections"),
+        (IN_PROCESS_GROUP, "in process, 64 tasks"),
     ] {
+        let (Some(plain), Some(new), Some(replay)) = (
+            estimate(group, "without_layer"),
+            estimate(group, "layer_new_keys"),
+            estimate(group, "layer_replays"),
+        ) else {
+            continue;
+        };
+        println!("\ncriterion, {title} (median time per request +- median absolute deviation):");
+        for (name, (median, deviation)) in [
+            ("without the layer", plain),
+            ("layer, new keys", new),
+            ("layer, replays", replay),
+        ] {
+            println!(
+                "  {name:<18} {:>9.0} req/s  ({:.2} us +- {:.2} us)",
+                1e9 / median,
+                median / 1e3,
+                deviation / 1e3
+            );
+        }
         println!(
-            "  {name:<18} {:>9.0} req/s  ({:.2} us +- {:.2} us)",
-            1e9 / median,
-            median / 1e3,
-            deviation / 1e3
+            "  ratios: new keys {:.2}x, replays {:.2}x",
+            plain.0 / new.0,
+            plain.0 / replay.0
         );
     }
-    println!(
-        "  ratios: new keys {:.2}x, replays {:.2}x",
-        plain.0 / new.0,
-        plain.0 / replay.0
-    );
 }
 
 fn main() {
@@ -401,6 +470,7 @@ fn main() {
         .measurement_time(Duration::from_secs(8))
         .configure_from_args();
     criterion_figures(&mut criterion, &runtime, &mut setup);
+    in_process_figures(&mut criterion, &runtime);
     criterion.final_summary();
     if profiling {
         return;

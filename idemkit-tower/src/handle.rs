@@ -109,14 +109,13 @@ where
     let mut delivered: Option<Delivered> = None;
     let slot = &mut delivered;
     let inner = &mut inner;
-    let result = shared
-        .executor
-        .run(&key, &fingerprint, move || async move {
-            // Boxed: the handler's future is large, and every request, replays included,
-            // would otherwise carry (and copy) its room inline.
-            Box::pin(run_handler(inner, request, config, slot)).await
-        })
-        .await;
+    // Both futures are boxed: they are large (the executor's run is several kilobytes),
+    // and inline they would make every request's future as large, refusals and
+    // pass-throughs included, and be copied whole each time it moves.
+    let run = shared.executor.run(&key, &fingerprint, move || async move {
+        Box::pin(run_handler(inner, request, config, slot)).await
+    });
+    let result = Box::pin(run).await;
     answer.finish(result, delivered)
 }
 
