@@ -99,14 +99,15 @@ where
                 .get(IDENTITY)
                 .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
                 .unwrap_or_default();
-            let json = serde_json::json!({
-                "server": state.server_id,
-                "call": call,
-                "identity": identity,
-                "body": String::from_utf8_lossy(&body),
-            });
-            let mut response =
-                Response::new(Either::Left(Full::new(Bytes::from(json.to_string()))));
+            // Written by hand to keep the members in the documented order.
+            let text = |value: &str| serde_json::Value::from(value).to_string();
+            let json = format!(
+                r#"{{"server":{},"call":{call},"identity":{},"body":{}}}"#,
+                text(&state.server_id),
+                text(&identity),
+                text(&String::from_utf8_lossy(&body)),
+            );
+            let mut response = Response::new(Either::Left(Full::new(Bytes::from(json))));
             response
                 .headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -273,6 +274,16 @@ mod tests {
         .await;
         assert_eq!(status, 201);
         assert_eq!(headers[CONTENT_TYPE], "application/json");
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(
+            text.starts_with(r#"{"server":""#),
+            "members in order: {text}"
+        );
+        let order: Vec<usize> = ["\"server\"", "\"call\"", "\"identity\"", "\"body\""]
+            .iter()
+            .map(|member| text.find(member).unwrap())
+            .collect();
+        assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{text}");
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(json["server"], state.server_id.as_str());
         assert_eq!(json["call"], 1);
