@@ -78,3 +78,8 @@ async fn response_headers_preserved() {
 async fn body_size_exceeded_bypass() {
     scenarios::body_size_exceeded_bypass(&memory()).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abandoned_request_frees_its_key() {
+    scenarios::abandoned_request_frees_its_key(&memory()).await;
+}

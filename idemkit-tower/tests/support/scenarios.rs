@@ -11,7 +11,7 @@ use std::time::Duration;
 use http::StatusCode;
 use tokio::task::JoinSet;
 
-use super::client::{Call, Reply, send};
+use super::client::{Call, Reply, send, send_then_abandon};
 use super::server::ServerProcess;
 
 /// The payload most scenarios send.
@@ -338,4 +338,23 @@ pub async fn body_size_exceeded_bypass(target: &Target) {
         "not replayed: it was not stored"
     );
     assert!(!replayed(&second));
+}
+
+/// Beyond the suite: a client that goes away while its request runs never leaves the
+/// key held past the lease. The server drops the abandoned run (releasing the claim at
+/// once where the store can, or letting its 1 s lease lapse, its heartbeat gone with
+/// it), so a retry waits at most that long, then runs.
+pub async fn abandoned_request_frees_its_key(target: &Target) {
+    let server = target.start(&["--lease-ttl-ms", "1000"]);
+    let address = server.address;
+    send_then_abandon(
+        address,
+        resources("K-gone").header("X-Test-Delay-Ms", "60000"),
+        || async { server.handler_calls().await >= 1 },
+    )
+    .await;
+    let retry = send(server.address, resources("K-gone")).await.unwrap();
+    assert_eq!(retry.status, 201, "{retry:?}");
+    assert!(!replayed(&retry));
+    assert_eq!(server.handler_calls().await, 2, "the retry ran the handler");
 }
