@@ -1,0 +1,3 @@
+//! idemkit on Redis.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
