@@ -1,3 +1,12 @@
 //! idemkit on Redis.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// The pieces below are wired into the backend once the core's backend traits land.
+#![allow(dead_code)]
+
+mod headers;
+mod layout;
+mod scripts;
+mod server_clock;
+
+pub use layout::InvalidNamespace;
