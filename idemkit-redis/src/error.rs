@@ -1,0 +1,89 @@
+//! [`RedisError`]: why an operation on Redis failed. The backend hands it to the core
+//! as a storage error, so the executor's storage-error policy decides what happens.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A Redis operation that failed: the server could not be reached, the connection was
+/// lost, no reply came within the command timeout, the reply made no sense, or too few
+/// replicas acknowledged a write.
+///
+/// Whatever the cause, the operation may or may not have taken effect on the server,
+/// except where [`RedisError::took_no_effect`] says otherwise; a claim that took effect
+/// unseen lapses with its lease.
+#[derive(Debug)]
+pub struct RedisError {
+    operation: &'static str,
+    cause: Cause,
+}
+
+#[derive(Debug)]
+pub(crate) enum Cause {
+    Redis(redis::RedisError),
+    TimedOut(Duration),
+    BadReply(String),
+    TooFewReplicas { acknowledged: i64, wanted: u32 },
+    Refused(String),
+}
+
+impl RedisError {
+    pub(crate) fn new(operation: &'static str, cause: Cause) -> RedisError {
+        RedisError { operation, cause }
+    }
+
+    /// The backend operation that failed: `"claim"`, `"complete"`, `"release"`,
+    /// `"renew"`, `"read"`, `"connect"`...
+    pub fn operation(&self) -> &'static str {
+        self.operation
+    }
+
+    /// Whether no reply came within the command timeout.
+    pub fn is_timeout(&self) -> bool {
+        match &self.cause {
+            Cause::TimedOut(_) => true,
+            Cause::Redis(error) => error.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// Whether the write is known to have been applied by the server but acknowledged
+    /// by fewer replicas than asked for (see the `WAIT` option): it may be lost if the
+    /// server fails over now.
+    pub fn is_under_replicated(&self) -> bool {
+        matches!(self.cause, Cause::TooFewReplicas { .. })
+    }
+
+    /// Whether the operation surely changed nothing on the server (it was refused before
+    /// being sent).
+    pub fn took_no_effect(&self) -> bool {
+        matches!(self.cause, Cause::Refused(_))
+    }
+}
+
+impl fmt::Display for RedisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "redis {} failed: ", self.operation)?;
+        match &self.cause {
+            Cause::Redis(error) => write!(f, "{error}"),
+            Cause::TimedOut(limit) => write!(f, "no reply within {limit:?}"),
+            Cause::BadReply(what) => write!(f, "unexpected reply: {what}"),
+            Cause::TooFewReplicas {
+                acknowledged,
+                wanted,
+            } => write!(
+                f,
+                "applied, but acknowledged by {acknowledged} of the {wanted} replicas asked for"
+            ),
+            Cause::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for RedisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Cause::Redis(error) => Some(error),
+            _ => None,
+        }
+    }
+}
