@@ -12,6 +12,7 @@ mod reply;
 mod runtime;
 mod scripts;
 mod server_clock;
+mod wakeups;
 
 pub use error::RedisError;
 pub use layout::InvalidNamespace;
