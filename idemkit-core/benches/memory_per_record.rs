@@ -12,54 +12,14 @@
 
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "../tests/support/counting_allocator.rs"]
+mod counting_allocator;
+
+use counting_allocator::{Counting, live_bytes};
+
 use std::time::Instant;
 
-use idemkit_core::{Record, Store};
-
-/// The system allocator, counting the bytes currently handed out.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the counter only records sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: `pointer` came from this allocator with `layout`, as the caller promises.
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: the caller's contract for `realloc` is passed on as is.
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
-        }
-        moved
-    }
-}
+use idemkit_core::Store;
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -99,11 +59,11 @@ fn main() {
     let mut warm = Store::new();
     support::fill_store(&mut warm, 1, now);
 
-    let requested_before = LIVE.load(Ordering::Relaxed);
+    let requested_before = live_bytes();
     let resident_before = resident_bytes();
-    let mut store = Store::with_max_size(records);
+    let mut store = Store::new().with_max_size(records);
     support::fill_store(&mut store, records, now);
-    let requested = LIVE.load(Ordering::Relaxed) - requested_before;
+    let requested = live_bytes() - requested_before;
     let resident = resident_bytes().saturating_sub(resident_before);
     assert_eq!(store.len(), records);
 
@@ -111,7 +71,6 @@ fn main() {
     let resident_per_record = resident as f64 / records as f64;
     println!("memory per COMPLETED record (18-byte key, 2-byte fingerprint, body b\"ok\")");
     println!("  records:              {records}");
-    println!("  size_of::<Record>():  {} bytes", size_of::<Record>());
     println!("  requested (counting allocator, as tracemalloc): {requested_per_record:.1} bytes");
     println!("  resident (RSS delta, /proc/self/statm):          {resident_per_record:.1} bytes");
     println!("  goal: at most 200 bytes");

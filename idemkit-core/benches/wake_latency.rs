@@ -36,7 +36,7 @@ fn main() {
         let backend = backend.clone();
         std::thread::spawn(move || {
             for key in waiter_keys {
-                let record = backend.wait_for_completion(&key, WAIT_TIMEOUT);
+                let record = backend.wait_for_completion_blocking(&key, WAIT_TIMEOUT);
                 let now = Instant::now();
                 woken_at
                     .send((record.is_some(), now))

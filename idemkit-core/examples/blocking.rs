@@ -36,7 +36,7 @@ fn handle(
         }
         Claim::InFlight(_) => {
             let record = backend
-                .wait_for_completion(KEY, Duration::from_secs(10))
+                .wait_for_completion_blocking(KEY, Duration::from_secs(10))
                 .expect("the run in flight completes well within 10 s");
             Ok(("waited, then replayed", record.response().cloned().unwrap()))
         }

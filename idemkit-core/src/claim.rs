@@ -4,8 +4,11 @@ use crate::record::Record;
 use crate::token::ClaimToken;
 
 /// What an attempt to claim a key found, and so what the caller should do next.
+///
+/// Every variant is public, so a backend written outside this crate builds its answers
+/// directly (see [`Record::claimed`] for the records it carries).
 #[must_use = "a claim either grants the right to run or carries a record to act on"]
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Claim {
     /// The key was free: the caller now holds it and should run the operation.
     New(ClaimToken),

@@ -2,6 +2,9 @@
 
 use crate::token::RandomSourceError;
 
+/// The source of an [`Error::Storage`]: whatever error the backend's store reported.
+pub type StorageSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why a store or backend refused or failed an operation, or an executor refused its
 /// policy.
 #[derive(Debug, thiserror::Error)]
@@ -27,4 +30,25 @@ pub enum Error {
     /// An executor's [`Policy`](crate::Policy) cannot work; the text says why.
     #[error("invalid policy: {0}")]
     InvalidPolicy(String),
+    /// The backend's store failed: a lost connection, a time-out, a reply it could not
+    /// understand. Whether the operation took effect is unknown; the executors let
+    /// [`OnStorageError`](crate::OnStorageError) decide what to do.
+    #[error("the idempotency store failed: {0}")]
+    Storage(#[source] StorageSource),
+}
+
+impl Error {
+    /// A [`Error::Storage`] carrying `source`, for backends written outside this crate.
+    ///
+    /// ```
+    /// use idemkit_core::Error;
+    ///
+    /// let lost = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset");
+    /// let error = Error::storage(lost);
+    /// assert!(error.to_string().contains("connection reset"));
+    /// assert!(std::error::Error::source(&error).is_some());
+    /// ```
+    pub fn storage(source: impl Into<StorageSource>) -> Error {
+        Error::Storage(source.into())
+    }
 }

@@ -17,52 +17,67 @@
 //!
 //! # Layers
 //!
-//! - [`Store`] is the state machine, sans-IO: every call that depends on time takes
-//!   `now`, and nothing inside reads a clock, locks, spawns or sleeps.
-//! - [`InMemoryBackend`] shares a sharded store between threads, with per-key wake-ups
-//!   for waiters and a [`Clock`] ([`ManualClock`] in tests).
-//! - [`AsyncInMemoryBackend`] is the same for async code, given a runtime's [`Timer`];
-//!   `idemkit-tokio` and `idemkit-smol` supply theirs.
-//! - [`Idempotency`] and [`AsyncIdempotency`] are the executors on top: give them a
-//!   [`Key`], a [`Fingerprint`] and the operation, and they claim, run, store, wait,
-//!   replay and refuse by the rules of [`Policy`].
+//! Data flows one way, from an executor to a backend to the store, and comes back as
+//! plain values ([`Claim`], [`Record`]); the store never calls out.
 //!
-//! Everything is one process's memory: this is effectively-once per process, not
-//! exactly-once across a fleet.
+//! - **The store** ([`Store`]) is the state machine, sans-IO: every call that depends on
+//!   time takes `now`, and nothing inside reads a clock, locks, spawns or sleeps.
+//! - **The backends**: the traits [`Backend`] (async) and [`BlockingBackend`] are what an
+//!   executor needs from a store; [`DynBackend`] is one chosen at run time. The
+//!   [`InMemoryBackend`] implements both: a sharded store with per-key wake-ups for
+//!   waiters, one type for threads and tasks, whatever its clock.
+//! - **The runtime seam**: a [`Clock`] to judge leases by and a [`Timer`] to sleep on.
+//!   [`ThreadTimer`] works everywhere; `idemkit-tokio` and `idemkit-smol` supply their
+//!   runtimes' own; [`ManualClock`] moves time in tests.
+//! - **The executors**: [`Idempotency`] (blocking) and [`AsyncIdempotency`] take a
+//!   [`Key`], a [`Fingerprint`] and the operation, and claim, run, store, wait, replay
+//!   and refuse by the rules of [`Policy`], through one run loop.
+//!
+//! The in-memory backend is one process's memory: effectively-once per process. A
+//! networked backend (Redis) makes it hold across every replica of a service.
+//!
+//! # Features
+//!
+//! - `http`: conversions between [`Response`] and `http::Response<Bytes>`.
+//!
+//! # Dependencies
+//!
+//! Beyond `parking_lot`, `getrandom`, `event-listener`, `futures-lite` and `thiserror`:
+//! `hashbrown`, whose table lets the store keep each key once, inside its record (std's
+//! map cannot look a key up by a key stored elsewhere); `sha2` for [`Key`] and
+//! [`Fingerprint`]; `bytes`, the body type the Rust HTTP stack hands around, so bodies
+//! are shared rather than copied; and `http`, only with the `http` feature.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod async_backend;
-mod blocking;
-mod builder;
-mod capacity;
+mod backend;
 mod claim;
-mod clock;
 mod error;
 mod exec;
-mod expiry;
+#[cfg(feature = "http")]
+mod http;
 mod key;
-mod keyhash;
+mod memory;
 mod record;
-mod shared;
-mod slots;
-mod stamp;
+mod response;
+mod rt;
 mod store;
 mod token;
-mod wait;
 
-pub use async_backend::{Async, AsyncInMemoryBackend};
-pub use blocking::InMemoryBackend;
-pub use builder::{Blocking, Builder, Flavor};
+pub use backend::{Backend, BlockingBackend, DynBackend};
+pub use bytes::Bytes;
 pub use claim::Claim;
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::Error;
+pub use error::{Error, StorageSource};
 pub use exec::{
-    AsyncIdempotency, Backend, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError,
-    Outcome, Policy, RunError,
+    AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,
+    Policy, RunError,
 };
+#[cfg(feature = "http")]
+pub use http::InvalidHttpResponse;
 pub use key::{Fingerprint, Key};
-pub use record::{Record, Response, State};
+pub use memory::{Builder, InMemoryBackend};
+pub use record::{Record, State};
+pub use response::Response;
+pub use rt::{Clock, ManualClock, Sleep, SystemClock, ThreadTimer, Timer};
 pub use store::Store;
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};
-pub use wait::Timer;

@@ -353,7 +353,9 @@ impl Coverage {
 fn run(max_size: usize, ops: &[Op]) -> Coverage {
     let mut seen = Coverage::default();
     let start = Instant::now();
-    let mut store = Store::with_max_size(max_size).with_reclaim_grace(GRACE);
+    let mut store = Store::new()
+        .with_max_size(max_size)
+        .with_reclaim_grace(GRACE);
     let mut model = Model::new(max_size, start);
     let mut replays = Replays::default();
 
@@ -430,13 +432,11 @@ fn run(max_size: usize, ops: &[Op]) -> Coverage {
             Op::Release { key, ref token } => {
                 let token = model.token(key, token);
                 let key = KEYS[key];
-                // Release is not told the time: it judges by the latest instant seen.
-                let latest = model.latest;
                 let expected = model
                     .records
                     .get(key)
-                    .is_some_and(|record| record.held_by(&token, latest));
-                let got = store.release(key, &token);
+                    .is_some_and(|record| record.held_by(&token, now));
+                let got = store.release(key, &token, now);
                 assert_eq!(got, expected, "step {step} {op:?}");
                 seen.releases[usize::from(got)] += 1;
                 if expected {
@@ -487,8 +487,8 @@ fn run(max_size: usize, ops: &[Op]) -> Coverage {
             match (store.get(key, now), model.visible(key)) {
                 (None, None) => {}
                 (Some(got), Some(expected)) => {
-                    assert_record(key, got, expected, now);
-                    replays.check(key, got);
+                    assert_record(key, &got, expected, now);
+                    replays.check(key, &got);
                 }
                 (got, expected) => {
                     panic!("step {step} {op:?}: get({key}) = {got:?}, model has {expected:?}")

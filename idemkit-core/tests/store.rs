@@ -23,7 +23,7 @@ fn claim_new(store: &mut Store, key: &str, lease: Duration, now: Instant) -> Cla
 }
 
 fn ok(body: &str) -> Response {
-    Response::new(200, body)
+    Response::new(200, body.to_owned())
 }
 
 /// A deadline that `Duration::MAX` saturated to: further out than any test could reach.
@@ -133,7 +133,7 @@ fn every_claim_gets_a_distinct_token() {
 #[test]
 fn a_full_store_refuses_a_new_key() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(2);
+    let mut store = Store::new().with_max_size(2);
     assert_eq!(store.max_size(), 2);
     claim_new(&mut store, "a", LEASE, t0);
     claim_new(&mut store, "b", LEASE, t0);
@@ -150,7 +150,7 @@ fn a_full_store_refuses_a_new_key() {
 #[test]
 fn a_full_store_never_refuses_a_key_it_holds() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(2);
+    let mut store = Store::new().with_max_size(2);
     let a = claim_new(&mut store, "a", LEASE, t0);
     claim_new(&mut store, "b", LEASE, t0);
 
@@ -175,7 +175,7 @@ fn a_full_store_never_refuses_a_key_it_holds() {
 #[test]
 fn an_expired_completed_record_frees_its_slot() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(2);
+    let mut store = Store::new().with_max_size(2);
     let a = claim_new(&mut store, "a", LEASE, t0);
     claim_new(&mut store, "b", Duration::MAX, t0);
     assert!(store.complete("a", &a, ok("a"), secs(10), t0));
@@ -196,7 +196,7 @@ fn an_expired_completed_record_frees_its_slot() {
 fn a_lapsed_claim_frees_its_slot_only_after_the_grace() {
     let t0 = Instant::now();
     let grace = secs(5);
-    let mut store = Store::with_max_size(2).with_reclaim_grace(grace);
+    let mut store = Store::new().with_max_size(2).with_reclaim_grace(grace);
     claim_new(&mut store, "a", secs(10), t0);
     claim_new(&mut store, "b", Duration::MAX, t0);
 
@@ -219,7 +219,9 @@ fn a_lapsed_claim_frees_its_slot_only_after_the_grace() {
 #[test]
 fn a_claim_within_its_lease_never_frees_its_slot() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(2).with_reclaim_grace(Duration::ZERO);
+    let mut store = Store::new()
+        .with_max_size(2)
+        .with_reclaim_grace(Duration::ZERO);
     let a = claim_new(&mut store, "a", secs(10), t0);
     claim_new(&mut store, "b", Duration::MAX, t0);
 
@@ -236,7 +238,7 @@ fn a_claim_within_its_lease_never_frees_its_slot() {
     }
     // Never-lapsing "b" holds its slot even far in the future.
     let far = t0 + secs(1_000_000);
-    assert!(store.release("a", &a));
+    assert!(store.release("a", &a, now));
     claim_new(&mut store, "c", LEASE, far);
     assert!(matches!(
         store.claim("d", "fp", 1, LEASE, far),
@@ -247,13 +249,13 @@ fn a_claim_within_its_lease_never_frees_its_slot() {
 #[test]
 fn a_release_frees_its_slot() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(1);
+    let mut store = Store::new().with_max_size(1);
     let a = claim_new(&mut store, "a", LEASE, t0);
     assert!(matches!(
         store.claim("b", "fp", 1, LEASE, t0),
         Err(Error::Full { max_size: 1 })
     ));
-    assert!(store.release("a", &a));
+    assert!(store.release("a", &a, t0));
     assert_eq!(store.len(), 0);
     claim_new(&mut store, "b", LEASE, t0);
 }
@@ -261,7 +263,7 @@ fn a_release_frees_its_slot() {
 #[test]
 fn a_zero_capacity_store_refuses_everything() {
     let t0 = Instant::now();
-    let mut store = Store::with_max_size(0);
+    let mut store = Store::new().with_max_size(0);
     assert!(matches!(
         store.claim("a", "fp", 1, LEASE, t0),
         Err(Error::Full { max_size: 0 })
@@ -391,7 +393,7 @@ fn complete_refuses_the_stale_token_after_a_reclaim() {
     };
 
     assert!(!store.complete("k", &old, ok("late"), TTL, later));
-    assert!(!store.release("k", &old));
+    assert!(!store.release("k", &old, later));
     assert!(!store.renew("k", &old, LEASE, later));
     let record = store.get("k", later).unwrap();
     assert_eq!(record.state(), State::Claimed);
@@ -400,7 +402,7 @@ fn complete_refuses_the_stale_token_after_a_reclaim() {
     assert!(store.complete("k", &new, ok("fresh"), TTL, later));
     assert_eq!(
         store.get("k", later).unwrap().response().unwrap().body,
-        b"fresh"
+        "fresh"
     );
 }
 
@@ -413,7 +415,7 @@ fn a_second_complete_is_refused_and_changes_nothing() {
 
     assert!(!store.complete("k", &token, ok("second"), TTL, t0 + secs(1)));
     let record = store.get("k", t0 + secs(1)).unwrap();
-    assert_eq!(record.response().unwrap().body, b"first");
+    assert_eq!(record.response().unwrap().body, "first");
     assert_eq!(record.completed_at(), Some(t0));
     assert_eq!(record.expires_at(), Some(t0 + secs(10)));
 }
@@ -456,14 +458,14 @@ fn release_removes_only_a_claim_held_by_its_token() {
     let mut store = Store::new();
     let token = claim_new(&mut store, "k", LEASE, t0);
 
-    assert!(!store.release("k", &ClaimToken::from_bytes([1; 16])));
-    assert!(!store.release("other", &token));
+    assert!(!store.release("k", &ClaimToken::from_bytes([1; 16]), t0));
+    assert!(!store.release("other", &token, t0));
     assert_eq!(store.len(), 1);
-    assert!(store.release("k", &token));
+    assert!(store.release("k", &token, t0));
     assert_eq!(store.len(), 0);
     assert!(store.get("k", t0).is_none());
     assert!(
-        !store.release("k", &token),
+        !store.release("k", &token, t0),
         "a second release finds nothing"
     );
     assert!(!store.complete("k", &token, ok("x"), TTL, t0));
@@ -477,36 +479,34 @@ fn release_never_removes_a_completed_record() {
     let token = claim_new(&mut store, "k", LEASE, t0);
     assert!(store.complete("k", &token, ok("kept"), TTL, t0));
 
-    assert!(!store.release("k", &token));
-    assert_eq!(
-        store.get("k", t0).unwrap().response().unwrap().body,
-        b"kept"
-    );
+    assert!(!store.release("k", &token, t0));
+    assert_eq!(store.get("k", t0).unwrap().response().unwrap().body, "kept");
 }
 
 #[test]
-fn release_judges_the_grace_by_the_latest_instant_seen() {
+fn release_judges_the_grace_by_its_own_instant() {
     let t0 = Instant::now();
     let grace = secs(10);
     let mut store = Store::new().with_reclaim_grace(grace);
-    let stranger = ClaimToken::from_bytes([9; 16]);
 
-    // Lapsed at t0 + 5 s; the store last saw the grace's final instant: still releasable.
+    // Lapsed at t0 + 5 s; at the grace's final instant it is still releasable.
     let token = claim_new(&mut store, "k", secs(5), t0);
     let grace_end = t0 + secs(15);
-    assert!(!store.renew("unrelated", &stranger, LEASE, grace_end));
-    assert!(store.release("k", &token));
+    assert!(store.release("k", &token, grace_end));
 
-    // Claimed again; the store then sees an instant one nanosecond past the grace.
+    // Claimed again; one nanosecond past the grace it is gone, even though nothing
+    // purged it yet.
     let token = claim_new(&mut store, "k", secs(5), grace_end);
     let past_grace = grace_end + secs(15) + NS;
-    assert!(!store.renew("unrelated", &stranger, LEASE, past_grace));
-    assert_eq!(store.len(), 1, "the lapsed claim is not purged yet");
     assert!(
-        !store.release("k", &token),
-        "a claim past its grace by the latest instant seen is gone"
+        !store.release("k", &token, past_grace),
+        "a claim past its grace is gone"
     );
-    assert_eq!(store.len(), 1);
+    assert_eq!(
+        store.len(),
+        1,
+        "the lapsed claim is not purged by a refused release"
+    );
     assert!(store.get("k", past_grace).is_none());
 }
 
@@ -515,9 +515,7 @@ fn release_of_a_lapsed_claim_within_the_grace_succeeds() {
     let t0 = Instant::now();
     let mut store = Store::new().with_reclaim_grace(secs(10));
     let token = claim_new(&mut store, "k", secs(5), t0);
-    // Tell the store the time: lapsed, within the grace.
-    assert_eq!(store.purge_expired(t0 + secs(7)), 0);
-    assert!(store.release("k", &token));
+    assert!(store.release("k", &token, t0 + secs(7)));
     assert!(store.is_empty());
 }
 
@@ -675,7 +673,7 @@ fn a_lapsed_claim_past_the_grace_is_absent_before_it_is_purged() {
     assert!(store.get("k", gone).is_none());
     assert!(!store.complete("k", &old, ok("late"), TTL, gone));
     assert!(!store.renew("k", &old, LEASE, gone));
-    assert!(!store.release("k", &old));
+    assert!(!store.release("k", &old, gone));
     let new = claim_new(&mut store, "k", LEASE, gone);
     assert_ne!(new, old);
     assert_eq!(store.get("k", gone).unwrap().claimed_at(), gone);
@@ -698,16 +696,15 @@ fn an_expired_result_is_absent_before_it_is_purged() {
 }
 
 #[test]
-fn release_judges_by_the_latest_instant_even_after_an_earlier_one() {
+fn release_judges_by_the_instant_it_is_given_even_an_earlier_one() {
     // A caller may hand in an instant older than one it handed in before (another
-    // thread's reading of the clock); the latest one still counts.
+    // thread's reading of the clock): the release is judged at the instant given.
     let t0 = Instant::now();
     let mut store = Store::new().with_reclaim_grace(secs(10));
     let token = claim_new(&mut store, "k", secs(5), t0);
     let stranger = ClaimToken::from_bytes([9; 16]);
     assert!(!store.renew("unrelated", &stranger, LEASE, t0 + secs(15) + NS));
-    assert!(!store.renew("unrelated", &stranger, LEASE, t0 + secs(1)));
-    assert!(!store.release("k", &token));
+    assert!(store.release("k", &token, t0 + secs(1)));
 }
 
 #[test]
@@ -836,9 +833,9 @@ fn next_expiry_follows_renewals_and_releases() {
 
     assert!(store.renew("a", &a, secs(30), t0 + secs(5)));
     assert_eq!(store.next_expiry(), Some(t0 + secs(22) + NS));
-    assert!(store.release("b", &b));
+    assert!(store.release("b", &b, t0 + secs(5)));
     assert_eq!(store.next_expiry(), Some(t0 + secs(37) + NS));
-    assert!(store.release("a", &a));
+    assert!(store.release("a", &a, t0 + secs(5)));
     assert_eq!(store.next_expiry(), None);
 }
 
@@ -956,7 +953,7 @@ fn keys_and_fingerprints_are_kept_apart_exactly() {
 
 #[test]
 fn instants_before_the_first_one_seen_work_too() {
-    // Stamps count from the first instant the process converted; earlier ones are exact.
+    // A store counts from the first instant it is given; earlier ones are exact.
     let t0 = Instant::now();
     let mut store = Store::new();
     let Some(earlier) = t0.checked_sub(secs(3600)) else {
@@ -996,4 +993,49 @@ fn a_store_filled_to_the_default_capacity_refuses_the_next_key() {
         store.claim("one-more", "fp", 1, LEASE, t0),
         Err(Error::Full { max_size: 10_000 })
     ));
+}
+
+// ---- time: each store reads instants on its own timeline ----
+
+const YEAR: Duration = Duration::from_secs(365 * 86_400);
+
+#[test]
+fn instants_beyond_292_years_of_the_first_one_are_clamped_to_that_limit() {
+    let t0 = Instant::now();
+    let mut store = Store::new().with_reclaim_grace(Duration::ZERO);
+    let token = claim_new(&mut store, "k", LEASE, t0);
+    let done = claim_new(&mut store, "done", LEASE, t0);
+    assert!(store.complete("done", &done, ok("r"), TTL, t0));
+    let Some(far) = t0.checked_add(300 * YEAR) else {
+        return;
+    };
+    // 300 years on acts as 292: every lease and result of the present is long gone.
+    assert!(store.get("k", far).is_none());
+    assert!(store.get("done", far).is_none());
+    let new = claim_new(&mut store, "k", LEASE, far);
+    assert_ne!(new, token);
+    assert!(!store.complete("k", &token, ok("late"), TTL, far));
+    // A never-ending lease taken there still never ends.
+    let held = claim_new(&mut store, "held", Duration::MAX, far);
+    assert!(matches!(
+        store.claim("held", "fp", 1, LEASE, far + YEAR),
+        Ok(Claim::InFlight(_))
+    ));
+    assert!(store.renew("held", &held, Duration::MAX, far + YEAR));
+}
+
+#[test]
+fn instants_far_behind_the_first_one_see_the_present_as_live() {
+    let t0 = Instant::now();
+    let mut store = Store::new();
+    claim_new(&mut store, "k", LEASE, t0);
+    let Some(long_ago) = t0.checked_sub(300 * YEAR) else {
+        return; // the platform's clock does not reach that far back
+    };
+    // Clamped to 292 years back: the lease taken at t0 is live then.
+    assert!(matches!(
+        store.claim("k", "fp", 1, LEASE, long_ago),
+        Ok(Claim::InFlight(_))
+    ));
+    assert!(store.get("k", long_ago).is_some());
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use idemkit_smol::{Claim, Error, InMemoryBackend, Response};
+use idemkit_smol::{Claim, Error, InMemoryBackend, Response, SmolTimer};
 
 const TASKS: usize = 8;
 const KEY: &str = "charge-42";
@@ -23,14 +23,13 @@ async fn handle(
     runs: &AtomicUsize,
     id: usize,
 ) -> Result<(&'static str, Response), Error> {
-    match backend.claim(KEY, "amount=1000", 1, LEASE).await? {
+    // The in-memory backend's operations never block: they are called inline.
+    match backend.claim(KEY, "amount=1000", 1, LEASE)? {
         Claim::New(token) | Claim::Reclaimed(token) => {
             runs.fetch_add(1, Ordering::SeqCst);
             smol::Timer::after(Duration::from_millis(100)).await; // the operation itself
             let response = Response::new(200, format!("receipt from task {id}"));
-            let stored = backend
-                .complete(KEY, &token, response.clone(), KEEP_RESULT)
-                .await;
+            let stored = backend.complete(KEY, &token, response.clone(), KEEP_RESULT);
             assert!(stored, "nobody else may take over a live lease");
             Ok(("ran the operation", response))
         }
@@ -47,7 +46,7 @@ async fn handle(
 
 fn main() -> Result<(), Error> {
     smol::block_on(async {
-        let backend = InMemoryBackend::new();
+        let backend = InMemoryBackend::builder().timer(SmolTimer).build();
         let runs = Arc::new(AtomicUsize::new(0));
 
         let tasks: Vec<_> = (0..TASKS)

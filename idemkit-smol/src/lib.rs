@@ -1,16 +1,17 @@
 //! [idemkit](idemkit_core) for smol: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! This crate supplies async-io's timer (the one smol runs on); the store, the wake-ups,
-//! the wait loop and the executor are `idemkit-core`'s. Everything a user needs is
-//! re-exported here.
+//! Everything a smol user needs is here, in one `use` line: `idemkit-core`'s types, with
+//! [`Idempotency`] the async executor, and [`SmolTimer`], which sleeps on async-io's
+//! reactor (the one smol runs on).
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use idemkit_smol::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response};
+//! use idemkit_smol::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response, SmolTimer};
 //!
 //! smol::block_on(async {
-//!     let idempotency = Idempotency::new(InMemoryBackend::new());
+//!     let backend = InMemoryBackend::builder().timer(SmolTimer).build();
+//!     let idempotency = Idempotency::new(backend);
 //!     let key = Key::new(["tenant-7", "client-key-8c1f"]);
 //!     let request = Fingerprint::new(["POST", "/charges", "amount=100"]);
 //!     let charges = AtomicUsize::new(0);
@@ -22,54 +23,44 @@
 //!     let first = idempotency.run(&key, &request, charge).await?;
 //!     let retry = idempotency.run(&key, &request, charge).await?;
 //!     assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
-//!     assert_eq!(retry.response.body, b"charged");
+//!     assert_eq!(retry.response.body, "charged");
 //!     assert_eq!(charges.load(Ordering::SeqCst), 1);
 //!     Ok::<(), idemkit_smol::RunError<std::io::Error>>(())
 //! })?;
 //! # Ok::<(), idemkit_smol::RunError<std::io::Error>>(())
 //! ```
 //!
-//! The backend underneath is usable directly too: `claim`, `complete`, `release`,
-//! `renew` and `wait_for_completion`, as in [`idemkit_core::Store`].
+//! The backends work on smol as they are (the in-memory backend's default timer needs no
+//! runtime); [`SmolTimer`] puts their sleeps on smol's own reactor instead of a helper
+//! thread.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 pub use idemkit_core::{
-    Backend, Claim, ClaimToken, Clock, Decision, Error, Event, Fingerprint, Heartbeat, Key,
-    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, State, Store,
-    SystemClock, Timer,
+    AsyncIdempotency as Idempotency, Backend, BlockingBackend, Builder, Bytes, Claim, ClaimToken,
+    Clock, Decision, DynBackend, Error, Event, Fingerprint, Heartbeat, InMemoryBackend, Key,
+    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
+    SystemClock, ThreadTimer, Timer,
 };
 
-/// The in-memory backend for smol: see [`AsyncInMemoryBackend`](idemkit_core::AsyncInMemoryBackend)
-/// for its methods. Leases and TTLs run on `C`, the [`SystemClock`] by default.
-pub type InMemoryBackend<C = SystemClock> = idemkit_core::AsyncInMemoryBackend<C, SmolTimer>;
-
-/// Configures an [`InMemoryBackend`]: see [`idemkit_core::Builder`].
-pub type Builder<C = SystemClock> = idemkit_core::Builder<C, idemkit_core::Async<SmolTimer>>;
-
-/// The run-once executor for smol: see [`AsyncIdempotency`](idemkit_core::AsyncIdempotency)
-/// for its methods. It runs on [`InMemoryBackend`] by default, or on any [`Backend`];
-/// `Idempotency::new(backend)` infers the backend type from its argument.
-pub type Idempotency<B = InMemoryBackend> = idemkit_core::AsyncIdempotency<B, SmolTimer>;
-
-/// async-io's timer, for waits and the purger.
+/// async-io's timer, on real time ([`Instant::now`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SmolTimer;
 
-impl Timer for SmolTimer {
-    type DefaultClock = SystemClock;
-
+impl Clock for SmolTimer {
     fn now(&self) -> Instant {
         Instant::now()
     }
+}
 
-    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+impl Timer for SmolTimer {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        // `Timer::after` of a duration too long to represent never fires.
         let timer = async_io::Timer::after(duration);
-        async move {
+        Box::pin(async move {
             timer.await;
-        }
+        })
     }
 }

@@ -91,11 +91,9 @@ async fn main() {
     let clock = ManualClock::new();
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
     // Duplicates wait up to 2 s for a charge in flight, then are told to retry later.
-    let policy = Policy {
-        lease_ttl: Duration::from_secs(30),
-        wait_timeout: Duration::from_secs(2),
-        ..Policy::default()
-    };
+    let policy = Policy::default()
+        .with_lease_ttl(Duration::from_secs(30))
+        .with_wait_timeout(Duration::from_secs(2));
     let idempotency =
         Arc::new(Idempotency::with_policy(backend.clone(), policy).expect("valid policy"));
     let gateway = Arc::new(Gateway::default());
@@ -167,10 +165,8 @@ async fn main() {
     };
     let (key, fingerprint) = (request.key(), request.fingerprint());
     let attempts_before = gateway.attempts.load(Ordering::SeqCst);
-    let blocking = backend.blocking();
-    let lease = idempotency.policy().lease_ttl;
-    let Ok(Claim::New(crashed_token)) =
-        blocking.claim(key.as_str(), fingerprint.as_str(), 1, lease)
+    let lease = idempotency.policy().lease_ttl();
+    let Ok(Claim::New(crashed_token)) = backend.claim(key.as_str(), fingerprint.as_str(), 1, lease)
     else {
         panic!("the crashed worker's claim should be new");
     };
@@ -197,7 +193,7 @@ async fn main() {
         })
         .await
         .expect("the retry succeeds");
-    let late = blocking.complete(
+    let late = backend.complete(
         key.as_str(),
         &crashed_token,
         crashed_receipt,
@@ -217,7 +213,7 @@ async fn main() {
         "the retry charged once (the crashed worker had charged once)",
     );
     checks.check(!late, "the crashed worker's late completion was fenced out");
-    let stored = blocking
+    let stored = backend
         .get(key.as_str())
         .and_then(|record| record.response().cloned());
     checks.check(

@@ -1,8 +1,8 @@
 //! [idemkit](idemkit_core) for tokio: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! This crate supplies tokio's timer and clock; the store, the wake-ups, the wait loop
-//! and the executor are `idemkit-core`'s. Everything a user needs is re-exported here.
+//! Everything a tokio user needs is here, in one `use` line: `idemkit-core`'s types, with
+//! [`Idempotency`] the async executor, and [`TokioTimer`], tokio's clock and sleep.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,63 +22,56 @@
 //! let first = idempotency.run(&key, &request, charge).await?;
 //! let retry = idempotency.run(&key, &request, charge).await?;
 //! assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
-//! assert_eq!(retry.response.body, b"charged");
+//! assert_eq!(retry.response.body, "charged");
 //! assert_eq!(charges.load(Ordering::SeqCst), 1);
 //! # Ok(()) }
 //! ```
 //!
-//! The backend underneath is usable directly too: `claim`, `complete`, `release`,
-//! `renew` and `wait_for_completion`, as in [`idemkit_core::Store`].
+//! The backends work on tokio as they are: the in-memory backend's default timer needs
+//! no runtime. Build it on [`TokioTimer`] to run leases, TTLs and waits on tokio's clock
+//! instead, so that under `#[tokio::test(start_paused = true)]` `tokio::time::advance`
+//! lapses leases and expires results, and waits time out without real sleeping:
 //!
-//! Under `#[tokio::test(start_paused = true)]`, [`TokioClock`] follows tokio's paused
-//! time, so `tokio::time::advance` expires leases and results, and waits time out without
-//! real sleeping.
+//! ```
+//! use std::time::Duration;
+//! use idemkit_tokio::{Claim, InMemoryBackend, TokioTimer};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let backend = InMemoryBackend::builder().timer(TokioTimer).build();
+//! let lease = Duration::from_secs(30);
+//! assert!(matches!(backend.claim("k", "fp", 1, lease), Ok(Claim::New(_))));
+//! tokio::time::advance(Duration::from_secs(31)).await;
+//! assert!(matches!(backend.claim("k", "fp", 1, lease), Ok(Claim::Reclaimed(_))));
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 pub use idemkit_core::{
-    Backend, Claim, ClaimToken, Clock, Decision, Error, Event, Fingerprint, Heartbeat, Key,
-    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, State, Store,
-    SystemClock, Timer,
+    AsyncIdempotency as Idempotency, Backend, BlockingBackend, Builder, Bytes, Claim, ClaimToken,
+    Clock, Decision, DynBackend, Error, Event, Fingerprint, Heartbeat, InMemoryBackend, Key,
+    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
+    SystemClock, ThreadTimer, Timer,
 };
 
-/// The in-memory backend for tokio: see [`AsyncInMemoryBackend`](idemkit_core::AsyncInMemoryBackend)
-/// for its methods. Leases and TTLs run on `C`, [`TokioClock`] by default.
-pub type InMemoryBackend<C = TokioClock> = idemkit_core::AsyncInMemoryBackend<C, TokioTimer>;
-
-/// Configures an [`InMemoryBackend`]: see [`idemkit_core::Builder`].
-pub type Builder<C = TokioClock> = idemkit_core::Builder<C, idemkit_core::Async<TokioTimer>>;
-
-/// The run-once executor for tokio: see [`AsyncIdempotency`](idemkit_core::AsyncIdempotency)
-/// for its methods. It runs on [`InMemoryBackend`] by default, or on any [`Backend`];
-/// `Idempotency::new(backend)` infers the backend type from its argument.
-pub type Idempotency<B = InMemoryBackend> = idemkit_core::AsyncIdempotency<B, TokioTimer>;
-
-/// tokio's clock, [`tokio::time::Instant::now`]: real time, or the paused test clock.
+/// tokio's clock and sleep: [`tokio::time::Instant::now`] and [`tokio::time::sleep`],
+/// which follow tokio's paused test time.
+///
+/// Its sleeps need a tokio runtime with its timer enabled.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TokioClock;
+pub struct TokioTimer;
 
-impl Clock for TokioClock {
+impl Clock for TokioTimer {
     fn now(&self) -> Instant {
         tokio::time::Instant::now().into_std()
     }
 }
 
-/// tokio's timer, for waits and the purger.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TokioTimer;
-
 impl Timer for TokioTimer {
-    type DefaultClock = TokioClock;
-
-    fn now(&self) -> Instant {
-        tokio::time::Instant::now().into_std()
-    }
-
-    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
-        tokio::time::sleep(duration)
+    fn sleep(&self, duration: Duration) -> Sleep {
+        Box::pin(tokio::time::sleep(duration))
     }
 }

@@ -1,6 +1,6 @@
 //! An operation whose closure panics before returning its future is a panicking
-//! operation like any other (issue 5, rules 1 and 6): the claim is released and the run
-//! reports exactly one event, with or without a claim.
+//! operation like any other: the claim is released and the run reports exactly one
+//! event, with or without a claim.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,10 +55,7 @@ async fn under_a_claim_it_releases_the_key_and_reports_one_event() {
 #[tokio::test]
 async fn without_a_claim_it_reports_one_event() {
     let full = InMemoryBackend::builder().max_size(0).build();
-    let policy = Policy {
-        on_storage_error: OnStorageError::FailOpen,
-        ..Policy::default()
-    };
+    let policy = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
     let events = events_of_a_panicking_closure(full, policy).await;
     assert_eq!(events, [Decision::HandlerFailed]);
 }

@@ -1,25 +1,24 @@
-//! One conformance suite for every idemkit backend and executor.
+//! One conformance suite for every idempotency backend and executor.
 //!
 //! Each vector is written once, as a generic async function over a [`Target`]: a backend
-//! family with its executor, the [`Runtime`] that drives them, and a way to build the
-//! backend with given [`Settings`] and clock. The [`backend`] vectors drive the backend
-//! through [`ConformanceBackend`] (the blocking backend runs its blocking wait on an OS
-//! thread); the [`executor`] vectors drive the executor through an
-//! [`executor::Harness`] over such a backend.
+//! driven through one of its traits ([`backend::Async`] or [`backend::Blocking`]), its
+//! executor, and the [`Runtime`] that drives both. What a target can do beyond the
+//! traits it declares by implementing [`ManualTime`], [`ExactCapacity`] or [`Purging`],
+//! and what its backend can show of its bookkeeping by implementing
+//! [`backend::Inspect`]; each vector runs on every target that can run it.
 //!
-//! The integration tests instantiate every vector for every target with one macro call
-//! each, so `cargo test --workspace` names every vector × target pair:
+//! A test file runs the suite for one target with one macro call, naming what the target
+//! supports (see the repository's `tests/README.md`):
 //!
 //! ```text
-//! idemkit_conformance::backend_tests!(idemkit_conformance::targets::Tokio);
-//! idemkit_conformance::async_backend_tests!(idemkit_conformance::targets::Tokio);
-//! idemkit_conformance::executor_tests!(idemkit_conformance::targets::Tokio);
+//! idemkit_conformance::conformance_tests!(my_crate::MyTarget; manual_time, exact_capacity);
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod executor;
+pub mod mutex_map;
 mod runtime;
 pub mod runtimes;
 pub mod support;
@@ -32,7 +31,7 @@ use std::future::Future;
 pub use backend::ConformanceBackend;
 pub use executor::ConformanceExecutor;
 pub use runtime::Runtime;
-pub use target::{AsyncTarget, Settings, Target};
+pub use target::{ExactCapacity, ManualTime, Purging, Settings, Target};
 pub use thread_task::{ThreadTask, on_thread};
 
 /// Runs one vector on its target's runtime.
@@ -56,103 +55,132 @@ macro_rules! __vector_tests {
     };
 }
 
-/// Declares the backend vectors' tests, grouped in a module per vector module.
+/// The vectors of one capability, as a module of tests.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __backend_vector_tests {
-    ($target:ty; $($module:ident { $($vector:ident),* $(,)? })*) => {
-        $(
-            mod $module {
-                $crate::__vector_tests! { $target; backend::vectors::$module; $($vector),* }
-            }
-        )*
-    };
-}
-
-/// Declares one `#[test]` per vector every backend must pass, for the target named by an
-/// absolute path, e.g. `backend_tests!(idemkit_conformance::targets::Blocking)`.
-#[macro_export]
-macro_rules! backend_tests {
-    ($target:ty) => {
-        $crate::__backend_vector_tests! { $target;
-            reference {
+macro_rules! __group {
+    (core; $target:ty) => {
+        mod claims {
+            $crate::__vector_tests! { $target; backend::vectors::claims;
                 atomic_claim,
                 duplicate_claim_is_in_flight_with_first_token,
                 complete_then_replay,
                 complete_with_wrong_token_is_refused,
                 release_frees_the_key,
-                expired_lease_is_reclaimed_with_new_token,
-                reclaimed_owner_late_completion_is_refused,
+                renew_extends_only_the_holders_lease,
                 concurrent_claims_give_exactly_one_new,
                 waiter_receives_the_completed_record,
                 wait_times_out_on_a_claim_that_never_completes,
-                completed_record_past_its_ttl_claims_fresh,
-                renew_keeps_a_short_lease_from_being_reclaimed,
-                renew_with_wrong_token_is_refused,
             }
-            capacity {
-                full_store_refuses_new_keys_but_not_existing_ones,
-                an_expired_record_frees_its_slot,
-            }
-            manual_clock {
-                manual_clock_lapses_a_lease_for_waiters,
-                manual_clock_ends_the_reclaim_grace,
-                manual_clock_expires_a_result_from_its_completion,
-                manual_clock_never_expires_duration_max,
-            }
-            waits {
+        }
+        mod waits {
+            $crate::__vector_tests! { $target; backend::vectors::waits;
                 two_hundred_waiters_all_wake_on_one_completion,
                 abandoned_waits_do_not_block_or_leak,
                 wait_on_a_crashed_owner_returns_once_the_lease_lapses,
                 release_wakes_waiters_with_none_at_once,
-                a_waiter_follows_a_reclaim_to_the_new_claims_result,
+            }
+        }
+        mod real_time {
+            $crate::__vector_tests! { $target; backend::vectors::real_time;
+                a_lapsed_lease_is_reclaimed_and_its_owner_fenced_out,
+                a_result_expires_after_its_ttl,
+                a_lapsed_claim_is_kept_for_the_grace_then_dropped,
+            }
+        }
+        mod executor {
+            $crate::__vector_tests! { $target; executor::vectors;
+                a_retry_replays_without_running_again,
+                concurrent_duplicates_run_once,
+                a_duplicate_mid_run_waits_and_replays,
+                a_waiting_duplicate_runs_once_the_first_releases,
+                another_request_with_the_key_is_refused,
+                an_uncacheable_response_is_not_stored,
+                an_error_releases_the_claim,
+                a_panic_releases_the_claim,
+                a_panicking_cacheable_predicate_releases_and_reports_one_event,
+                heartbeats_keep_a_slow_run_claimed,
+                a_heartbeat_that_cannot_renew_loses_the_lease,
+                every_run_reports_one_event_without_the_raw_key,
+                a_panicking_observer_does_not_break_the_run,
+                a_heartbeat_not_shorter_than_the_lease_is_refused,
+                a_dropped_run_releases_its_claim,
             }
         }
     };
-}
-
-/// Declares one `#[test]` per vector only async backends have (dropped wait futures, the
-/// purger), for the [`AsyncTarget`] named by an absolute path.
-#[macro_export]
-macro_rules! async_backend_tests {
-    ($target:ty) => {
-        $crate::__backend_vector_tests! { $target;
-            cancellation {
+    (manual_time; $target:ty) => {
+        mod manual_time {
+            $crate::__vector_tests! { $target; backend::vectors::manual_clock;
+                records_carry_the_clocks_instants_exactly,
+                expired_lease_is_reclaimed_with_new_token,
+                reclaimed_owner_late_completion_is_refused,
+                completed_record_past_its_ttl_claims_fresh,
+                renew_keeps_a_short_lease_from_being_reclaimed,
+                renew_with_wrong_token_is_refused,
+                manual_clock_lapses_a_lease_for_waiters,
+                manual_clock_ends_the_reclaim_grace,
+                manual_clock_expires_a_result_from_its_completion,
+                manual_clock_never_expires_duration_max,
+                a_waiter_follows_a_reclaim_to_the_new_claims_result,
+            }
+        }
+        mod manual_time_executor {
+            $crate::__vector_tests! { $target; executor::vectors;
+                a_waiting_duplicate_reclaims_a_lease_that_lapses,
+                a_duplicate_that_waits_too_long_is_told_when_to_retry,
+                a_crashed_owner_is_reclaimed_after_its_lease,
+                a_run_taken_over_returns_its_response_unstored,
+            }
+        }
+    };
+    (exact_capacity; $target:ty) => {
+        mod exact_capacity {
+            $crate::__vector_tests! { $target; backend::vectors::capacity;
+                full_store_refuses_new_keys_but_not_existing_ones,
+                an_expired_record_frees_its_slot,
+            }
+        }
+        mod exact_capacity_executor {
+            $crate::__vector_tests! { $target; executor::vectors;
+                a_full_store_fails_closed_or_open,
+            }
+        }
+    };
+    (async_waits; $target:ty) => {
+        mod async_waits {
+            $crate::__vector_tests! { $target; backend::vectors::cancellation;
                 dropped_waits_do_not_block_or_leak,
             }
-            purger {
+        }
+    };
+    (purger; $target:ty) => {
+        mod purger {
+            $crate::__vector_tests! { $target; backend::vectors::purger;
                 purger_drops_expired_records_of_an_idle_backend,
             }
         }
     };
 }
 
-/// Declares one `#[test]` per executor vector, for the target named by an absolute path,
-/// e.g. `executor_tests!(idemkit_conformance::targets::Blocking)`.
+/// Declares one `#[test]` per vector that the target named by an absolute path can run:
+/// every backend and executor vector that needs nothing beyond the traits, plus the
+/// groups named after it:
+///
+/// - `manual_time`: the target implements [`ManualTime`];
+/// - `exact_capacity`: it implements [`ManualTime`] and [`ExactCapacity`];
+/// - `async_waits`: its backend is driven through the async trait, whose wait futures
+///   can be dropped mid-wait;
+/// - `purger`: it implements [`ManualTime`] and [`Purging`].
+///
+/// ```text
+/// idemkit_conformance::conformance_tests!(idemkit_conformance::targets::InMemoryTokio;
+///     manual_time, exact_capacity, async_waits, purger);
+/// ```
 #[macro_export]
-macro_rules! executor_tests {
-    ($target:ty) => {
-        $crate::__vector_tests! { $target; executor::vectors;
-            a_retry_replays_without_running_again,
-            concurrent_duplicates_run_once,
-            a_duplicate_mid_run_waits_and_replays,
-            a_waiting_duplicate_runs_once_the_first_releases,
-            a_waiting_duplicate_reclaims_a_lease_that_lapses,
-            a_duplicate_that_waits_too_long_is_told_when_to_retry,
-            another_request_with_the_key_is_refused,
-            a_crashed_owner_is_reclaimed_after_its_lease,
-            an_uncacheable_response_is_not_stored,
-            an_error_releases_the_claim,
-            a_panic_releases_the_claim,
-            heartbeats_keep_a_slow_run_claimed,
-            a_heartbeat_that_cannot_renew_loses_the_lease,
-            a_run_taken_over_returns_its_response_unstored,
-            a_full_store_fails_closed_or_open,
-            every_run_reports_one_event_without_the_raw_key,
-            a_panicking_observer_does_not_break_the_run,
-            a_heartbeat_not_shorter_than_the_lease_is_refused,
-            a_dropped_run_releases_its_claim,
-        }
+macro_rules! conformance_tests {
+    ($target:ty $(; $($group:ident),* $(,)?)?) => {
+        $crate::__group!(core; $target);
+        $($( $crate::__group!($group; $target); )*)?
     };
 }
 

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Claim, ClaimToken, ManualClock, Record, Response};
 
+use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
-use crate::target::{Settings, Target};
+use crate::target::{ManualTime, Settings, Target};
 
 /// The fingerprint vectors claim with, unless they test fingerprints.
 pub const FINGERPRINT: &str = "sha256:0f1e2d";
@@ -18,19 +19,47 @@ pub const LONG: Duration = Duration::from_secs(3600);
 pub const PATIENT: Duration = Duration::from_secs(30);
 
 /// A backend of target `T` on a [`ManualClock`], and the clock to move it.
-pub fn manual<T: Target>(settings: Settings) -> (T::Backend<ManualClock>, ManualClock) {
+pub fn manual<T: ManualTime>(settings: Settings) -> (T::Backend, ManualClock) {
     let clock = ManualClock::new();
-    (T::build(settings, clock.clone()), clock)
+    (T::build_on(settings, clock.clone()), clock)
 }
 
-/// A backend of target `T` on its default (real-time) clock.
-pub fn real<T: Target>(settings: Settings) -> T::Backend<T::DefaultClock> {
-    T::build(settings, T::DefaultClock::default())
+/// A backend of target `T` on real time.
+pub fn real<T: Target>(settings: Settings) -> T::Backend {
+    T::build(settings)
 }
 
 /// A response with a status, a header and a body, so replays can be compared whole.
 pub fn response(body: &str) -> Response {
-    Response::new(201, body).with_header("content-type", "text/plain")
+    Response::new(201, body.to_owned()).with_header("content-type", "text/plain")
+}
+
+/// Checks that `backend` holds `expected` records, if it can tell.
+#[track_caller]
+pub fn assert_len<B: ConformanceBackend>(backend: &B, expected: usize) {
+    if let Some(len) = backend.held_records() {
+        assert_eq!(len, expected, "records held");
+    }
+}
+
+/// Checks that `expected` keys have waiter entries in `backend`, if it can tell.
+#[track_caller]
+pub fn assert_watched<B: ConformanceBackend>(backend: &B, expected: usize) {
+    if let Some(watched) = backend.watched_keys() {
+        assert_eq!(watched, expected, "keys with waiter entries");
+    }
+}
+
+/// Whether `expected` keys have waiter entries in `backend`; true if it cannot tell.
+pub fn watched_is<B: ConformanceBackend>(backend: &B, expected: usize) -> bool {
+    backend
+        .watched_keys()
+        .is_none_or(|watched| watched == expected)
+}
+
+/// Whether `backend` holds `expected` records; true if it cannot tell.
+pub fn len_is<B: ConformanceBackend>(backend: &B, expected: usize) -> bool {
+    backend.held_records().is_none_or(|len| len == expected)
 }
 
 /// A token no claim was given.

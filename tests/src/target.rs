@@ -1,27 +1,26 @@
-//! [`Target`]: a backend under test, with its executor, the runtime that drives both,
-//! and a way to build it with the settings and clock a vector asks for.
+//! [`Target`]: a backend under test, driven through one of its traits, with its
+//! executor and the runtime that drives both; and the capabilities a target declares.
 
 use std::future::Future;
 use std::time::Duration;
 
-use idemkit_core::{Builder, Clock, Flavor, Store};
+use idemkit_core::{ManualClock, Store};
 
 use crate::backend::ConformanceBackend;
 use crate::executor::ConformanceExecutor;
 use crate::runtime::Runtime;
 
-/// How a vector wants its backend configured (the clock is passed separately, since it
-/// changes the backend's type).
+/// How a vector wants its backend configured.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
-    /// The most records held at once.
+    /// The most records held at once (used by [`ExactCapacity`] targets).
     pub max_size: usize,
     /// How long a lapsed claim is kept so the next claim reports `Reclaimed`.
     pub reclaim_grace: Duration,
 }
 
 impl Default for Settings {
-    /// The backends' own defaults.
+    /// The in-memory backend's defaults.
     fn default() -> Settings {
         Settings {
             max_size: Store::DEFAULT_MAX_SIZE,
@@ -45,37 +44,37 @@ impl Settings {
             ..self
         }
     }
-
-    /// A backend of flavour `F` (the blocking one, or an async adapter's) with these
-    /// settings and `clock`, built through the public builder.
-    pub fn build<F: Flavor, C: Clock>(self, clock: C) -> F::Backend<C> {
-        Builder::<C, F>::with_clock(clock)
-            .max_size(self.max_size)
-            .reclaim_grace(self.reclaim_grace)
-            .build()
-    }
 }
 
-/// A backend family the suite runs against, with its executor. Every vector, backend
-/// or executor, is generic over it.
+/// A backend the suite runs against, through one of its traits, with its executor.
+/// Every vector is generic over it; what more it can do, it declares by implementing
+/// [`ManualTime`], [`ExactCapacity`] or [`Purging`].
 pub trait Target: 'static {
-    /// What drives this target's vectors.
+    /// What drives this target's vectors: OS threads for a backend driven through its
+    /// blocking trait, an async runtime for one driven through its async trait.
     type Runtime: Runtime;
-    /// The clock a backend built without an explicit clock uses (real time).
-    type DefaultClock: Clock + Default;
-    /// The backend, with leases and TTLs on clock `C`.
-    type Backend<C: Clock>: ConformanceBackend;
+    /// The backend, as the suite drives it.
+    type Backend: ConformanceBackend;
     /// The run-once executor over that backend.
-    type Executor<C: Clock>: ConformanceExecutor<Backend = Self::Backend<C>>;
+    type Executor: ConformanceExecutor<Backend = Self::Backend>;
 
-    /// A fresh backend (its own store) with `settings` and `clock`, built through the
-    /// backend's public builder.
-    fn build<C: Clock>(settings: Settings, clock: C) -> Self::Backend<C>;
+    /// A fresh backend (a store of its own) with `settings`, on real time.
+    fn build(settings: Settings) -> Self::Backend;
 }
 
-/// A target whose backend is async: its waits are futures that can be dropped mid-wait,
-/// and it has a purger to spawn.
-pub trait AsyncTarget: Target {
-    /// The backend's `run_purger` (never returns).
-    fn run_purger<C: Clock>(backend: &Self::Backend<C>) -> impl Future<Output = ()> + Send;
+/// A target whose backend can run on a [`ManualClock`]: leases and TTLs lapse when a
+/// vector moves the clock, not when real time passes.
+pub trait ManualTime: Target {
+    /// A fresh backend with `settings` whose leases and TTLs run on `clock`.
+    fn build_on(settings: Settings, clock: ManualClock) -> Self::Backend;
+}
+
+/// A target whose backend holds at most [`Settings::max_size`] records, exactly, and
+/// refuses new keys beyond that with `Error::Full`.
+pub trait ExactCapacity: Target {}
+
+/// A target whose backend has a purger to spawn (the in-memory backend's `run_purger`).
+pub trait Purging: Target {
+    /// The backend's purger (never returns).
+    fn run_purger(backend: &Self::Backend) -> impl Future<Output = ()> + Send;
 }

@@ -1,5 +1,4 @@
-//! [`AsyncIdempotency`]: the run-once executor for async code, over any [`Backend`] and
-//! any runtime's [`Timer`].
+//! [`AsyncIdempotency`]: the run-once executor for async code, over any [`Backend`].
 
 use std::fmt;
 use std::future::Future;
@@ -10,32 +9,54 @@ use std::task::{Context, Waker};
 
 use futures_lite::FutureExt;
 
+use crate::backend::Backend;
 use crate::error::Error;
-use crate::exec::backend::Backend;
-use crate::exec::decide::{self, AfterWait, Beat, LeaseTracker, Next, Settle, StorageFailed};
-use crate::exec::observer::{Finished, Observer};
-use crate::exec::outcome::{Decision, Event, Outcome, RunError};
+use crate::exec::decide::Beat;
+use crate::exec::observer::Observer;
+use crate::exec::outcome::{Event, Outcome, RunError};
 use crate::exec::policy::Policy;
+use crate::exec::run_loop::{Finished, Held, Ran, RunLoop, Step};
 use crate::key::{Fingerprint, Key};
-use crate::record::Response;
+use crate::memory::InMemoryBackend;
+use crate::response::Response;
+use crate::rt::Timer;
 use crate::token::ClaimToken;
-use crate::wait::{Timer, deadline_after, remaining};
 
 /// Runs an operation once per key on a [`Backend`], and gives every duplicate the first
-/// result: the async twin of [`Idempotency`](crate::Idempotency), with the same rules.
+/// result: the async twin of [`Idempotency`](crate::Idempotency), with the same rules
+/// (both follow one run loop).
 ///
-/// `idemkit_tokio::Idempotency` and `idemkit_smol::Idempotency` are this type with their
-/// runtime's timer. The timer measures waits and latency and paces the heartbeat; leases
-/// are judged by the backend.
+/// It runs on any executor: it measures waits and paces heartbeats on its backend's
+/// [`Timer`], and leases are judged by the backend. `idemkit_tokio::Idempotency` and
+/// `idemkit_smol::Idempotency` are this type.
 ///
 /// The heartbeat runs inside each run's own future, raced against the operation's: no
 /// task is spawned, and when a renewal fails the operation's future is dropped, so the
 /// operation is cancelled at its next await point.
-pub struct AsyncIdempotency<B: Backend, T: Timer> {
+///
+/// ```
+/// use std::convert::Infallible;
+/// use idemkit_core::{AsyncIdempotency, Decision, Fingerprint, InMemoryBackend, Key, Response};
+///
+/// let idempotency = AsyncIdempotency::new(InMemoryBackend::new());
+/// let (key, request) = (Key::new(["order-9"]), Fingerprint::new(["POST", "/orders"]));
+/// futures_lite::future::block_on(async {
+///     let create = || async { Ok::<_, Infallible>(Response::new(201, "created")) };
+///     let first = idempotency.run(&key, &request, create).await.unwrap();
+///     let retry = idempotency.run(&key, &request, create).await.unwrap();
+///     assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
+/// });
+/// ```
+pub struct AsyncIdempotency<B: Backend = InMemoryBackend> {
+    inner: Arc<Inner<B>>,
+    observer: Observer,
+}
+
+/// What clones share.
+struct Inner<B> {
     backend: B,
     policy: Policy,
-    observer: Observer,
-    timer: T,
+    timer: Arc<dyn Timer>,
 }
 
 /// How the race between an operation and its heartbeat ended.
@@ -46,77 +67,63 @@ enum Race<R> {
     Lost,
 }
 
-/// Releases the claim unless disarmed. Its `Drop` runs when a panic unwinds or when the
-/// run's future is dropped mid-operation (cancelled): it cannot wait there, so it polls
-/// the release once and gives up if that does not finish it. The in-memory backends
-/// finish on the first poll; for others the lease lapses on its own.
-struct ClaimGuard<'a, B: Backend> {
+/// Releases a claim if the run's future is dropped while it holds one (cancelled). It
+/// cannot wait there, so it polls the release once and gives up if that does not finish
+/// it: the in-memory backend finishes on the first poll; for others the lease lapses on
+/// its own.
+struct ReleaseOnDrop<'a, B: Backend> {
     backend: &'a B,
     key: &'a str,
-    token: Option<&'a ClaimToken>,
+    token: Option<ClaimToken>,
 }
 
-impl<B: Backend> ClaimGuard<'_, B> {
-    /// Releases the claim (best effort: a refusal or failure means there is nothing left
-    /// to release, or the lease will lapse).
-    async fn release(mut self) {
-        if let Some(token) = self.token {
-            let _released = self.backend.release(self.key, token).await;
-            self.token = None;
-        }
-    }
-
-    /// The claim was settled: do not release it.
+impl<B: Backend> ReleaseOnDrop<'_, B> {
+    /// The run settled the claim itself: nothing to do on drop.
     fn disarm(mut self) {
         self.token = None;
     }
 }
 
-impl<B: Backend> Drop for ClaimGuard<'_, B> {
+impl<B: Backend> Drop for ReleaseOnDrop<'_, B> {
     fn drop(&mut self) {
         if let Some(token) = self.token.take() {
-            let release = pin!(self.backend.release(self.key, token));
+            let release = pin!(self.backend.release(self.key, &token));
             let _ = release.poll(&mut Context::from_waker(Waker::noop()));
         }
     }
 }
 
-impl<B: Backend, T: Timer + Default> AsyncIdempotency<B, T> {
+impl<B: Backend> AsyncIdempotency<B> {
     /// An executor over `backend` with [`Policy::default`].
-    pub fn new(backend: B) -> AsyncIdempotency<B, T> {
-        AsyncIdempotency {
-            backend,
-            policy: Policy::default(),
-            observer: Observer::default(),
-            timer: T::default(),
-        }
+    pub fn new(backend: B) -> AsyncIdempotency<B> {
+        AsyncIdempotency::build(backend, Policy::default(), Observer::default())
     }
 
     /// An executor over `backend` with `policy`, refused with [`Error::InvalidPolicy`] if
     /// the policy cannot work (see [`Policy::validate`]).
-    pub fn with_policy(backend: B, policy: Policy) -> Result<AsyncIdempotency<B, T>, Error> {
-        AsyncIdempotency::with_timer(backend, policy, T::default())
-    }
-}
-
-impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
-    /// An executor over `backend` with `policy`, on `timer`.
-    pub fn with_timer(
-        backend: B,
-        policy: Policy,
-        timer: T,
-    ) -> Result<AsyncIdempotency<B, T>, Error> {
+    pub fn with_policy(backend: B, policy: Policy) -> Result<AsyncIdempotency<B>, Error> {
         policy.validate()?;
-        Ok(AsyncIdempotency {
+        Ok(AsyncIdempotency::build(
             backend,
             policy,
-            observer: Observer::default(),
-            timer,
-        })
+            Observer::default(),
+        ))
+    }
+
+    fn build(backend: B, policy: Policy, observer: Observer) -> AsyncIdempotency<B> {
+        let timer = backend.timer();
+        AsyncIdempotency {
+            inner: Arc::new(Inner {
+                backend,
+                policy,
+                timer,
+            }),
+            observer,
+        }
     }
 
     /// This executor, calling `f` with the [`Event`] of every run. A panic in `f` is
-    /// caught and does not affect the run.
+    /// caught and does not affect the run. Clones made before keep their observer.
     #[must_use]
     pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         self.observer = Observer::new(f);
@@ -125,17 +132,12 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
 
     /// The backend the executor runs on.
     pub fn backend(&self) -> &B {
-        &self.backend
+        &self.inner.backend
     }
 
     /// The executor's policy.
     pub fn policy(&self) -> &Policy {
-        &self.policy
-    }
-
-    /// The timer that measures waits and latency and paces the heartbeat.
-    pub fn timer(&self) -> &T {
-        &self.timer
+        &self.inner.policy
     }
 
     /// Runs `op` once for `key`, or returns the result of the run that did: the rules of
@@ -145,7 +147,7 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
     ///   point), releases the claim and returns [`RunError::LeaseLost`].
     /// - If this future is itself dropped while the operation runs, the claim is released
     ///   without waiting: the release is polled once, which is enough for the in-memory
-    ///   backends; with others the lease lapses instead. A dropped run reports no event.
+    ///   backend; with others the lease lapses instead. A dropped run reports no event.
     ///
     /// The future is `Send` whenever `op`, its future and its error are, so it can be
     /// spawned.
@@ -159,180 +161,153 @@ impl<B: Backend, T: Timer> AsyncIdempotency<B, T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
     {
-        let started = self.timer.now();
-        let finished = self.execute(key, fingerprint, op).await;
-        let latency = self.timer.now().saturating_duration_since(started);
-        self.observer
-            .finish(key, self.policy.fingerprint_version, latency, finished)
+        let inner = &*self.inner;
+        let started = inner.timer.now();
+        let finished = self.execute(key.as_str(), fingerprint, op).await;
+        let latency = inner.timer.now().saturating_duration_since(started);
+        let version = inner.policy.fingerprint_version();
+        self.observer.finish(key, version, latency, finished)
     }
 
-    /// Claims, waits and replays until this run has a result; the operation's panic, if
-    /// any, comes back as `Err` once its claim is released.
-    async fn execute<E, F, Fut>(&self, key: &Key, fingerprint: &Fingerprint, op: F) -> Finished<E>
+    /// Performs the steps the run loop asks for until it is done.
+    async fn execute<E, F, Fut>(&self, key: &str, fingerprint: &Fingerprint, op: F) -> Finished<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
     {
-        let policy = &self.policy;
-        let version = policy.fingerprint_version;
-        let deadline = deadline_after(self.timer.now(), policy.wait_timeout);
-        let mut waited = false;
+        let Inner {
+            backend,
+            policy,
+            timer,
+            ..
+        } = &*self.inner;
+        let (mut run, mut step) = RunLoop::start(policy, fingerprint, timer.now());
+        let mut op = Some(op);
+        // Armed while this run holds a claim it has not settled.
+        let mut guard: Option<ReleaseOnDrop<'_, B>> = None;
         loop {
-            let claimed = self
-                .backend
-                .claim(
-                    key.as_str(),
-                    fingerprint.as_str(),
-                    version,
-                    policy.lease_ttl,
-                )
-                .await;
-            let claim = match claimed {
-                Ok(claim) => claim,
-                Err(error) => return self.storage_failed(error, op).await,
-            };
-            let lease_until = match decide::on_claim(claim, fingerprint, version, waited) {
-                Next::Run { token, decision } => {
-                    return self.run_claimed(key.as_str(), token, decision, op).await;
+            step = match step {
+                Step::Claim => {
+                    let issued_at = backend.now();
+                    let claim = backend
+                        .claim(
+                            key,
+                            fingerprint.as_str(),
+                            policy.fingerprint_version(),
+                            policy.lease_ttl(),
+                        )
+                        .await;
+                    run.claimed(claim, issued_at, timer.now())
                 }
-                Next::Replay(outcome) => return Ok(Ok(outcome)),
-                Next::Refuse => return Ok(Err(RunError::PayloadMismatch)),
-                Next::Wait { lease_until } => lease_until,
+                Step::Wait { timeout } => {
+                    run.waited(backend.wait_for_completion(key, timeout).await)
+                }
+                Step::Run(held) => {
+                    let op = op.take().expect("the run loop runs the operation once");
+                    guard = held.as_ref().map(|held| ReleaseOnDrop {
+                        backend,
+                        key,
+                        token: Some(held.token.clone()),
+                    });
+                    run.ran(self.run_op(key, held, op).await)
+                }
+                Step::Complete { token, response } => {
+                    let stored = backend
+                        .complete(key, &token, Arc::clone(&response), policy.expires_after())
+                        .await;
+                    if let Some(guard) = guard.take() {
+                        guard.disarm();
+                    }
+                    run.completed(stored, response)
+                }
+                Step::Release { token } => {
+                    // Refused or failed: the claim is already gone, or its lease lapses.
+                    let _released = backend.release(key, &token).await;
+                    if let Some(guard) = guard.take() {
+                        guard.disarm();
+                    }
+                    run.released()
+                }
+                Step::Done(finished) => return finished,
             };
-            let left = remaining(deadline, self.timer.now());
-            if left.is_zero() {
-                let retry_after = decide::retry_after(lease_until, self.backend.now());
-                return Ok(Err(RunError::InProgress { retry_after }));
-            }
-            waited = true;
-            let completed = match self.backend.wait_for_completion(key.as_str(), left).await {
-                Ok(completed) => completed,
-                Err(error) => return self.storage_failed(error, op).await,
-            };
-            match decide::after_wait(completed, fingerprint, version) {
-                AfterWait::Replay(outcome) => return Ok(Ok(outcome)),
-                AfterWait::Refuse => return Ok(Err(RunError::PayloadMismatch)),
-                AfterWait::ClaimAgain => {}
-            }
         }
     }
 
-    /// Rule 5: refuse, or run `op` without a claim.
-    async fn storage_failed<E, F, Fut>(&self, error: Error, op: F) -> Finished<E>
+    /// Runs `op` under `held`, raced against its heartbeat, or without a claim.
+    async fn run_op<E, F, Fut>(&self, key: &str, held: Option<Held>, op: F) -> Ran<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
     {
-        match decide::storage_failed(error, self.policy.on_storage_error) {
-            StorageFailed::Refuse(refusal) => Ok(Err(refusal)),
-            // `op()` is called inside the caught future, so a panic before its first
-            // await is caught as well.
-            StorageFailed::RunUnprotected => AssertUnwindSafe(async { op().await })
-                .catch_unwind()
-                .await
-                .map(decide::unprotected),
-        }
-    }
-
-    /// Runs `op` under the claim `token` holds, raced against its heartbeat, and settles
-    /// it.
-    async fn run_claimed<E, F, Fut>(
-        &self,
-        key: &str,
-        token: ClaimToken,
-        ran: Decision,
-        op: F,
-    ) -> Finished<E>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Response, E>>,
-    {
-        let policy = &self.policy;
-        let guard = ClaimGuard {
-            backend: &self.backend,
-            key,
-            token: Some(&token),
-        };
         // `op()` is called inside the caught future: a closure that panics before
-        // returning its future is a panicking operation too (released, one event).
-        let operation =
-            async { Race::Finished(AssertUnwindSafe(async { op().await }).catch_unwind().await) };
+        // returning its future is a panicking operation too.
+        let operation = async {
+            match AssertUnwindSafe(async { op().await }).catch_unwind().await {
+                Ok(result) => Race::Finished(Ran::Returned(result)),
+                Err(panic) => Race::Finished(Ran::Panicked(panic)),
+            }
+        };
+        let Some(held) = held else {
+            return match operation.await {
+                Race::Finished(ran) => ran,
+                Race::Lost => Ran::LeaseLost,
+            };
+        };
         let heartbeat = async {
-            self.heartbeat(key, &token).await;
+            self.heartbeat(key, held).await;
             Race::Lost
         };
         // The operation is polled first, so a result ready at the same time as a failed
         // renewal wins; otherwise the loser's future is dropped here.
-        let result = match futures_lite::future::or(operation, heartbeat).await {
-            Race::Finished(Ok(result)) => result,
-            Race::Finished(Err(panic)) => {
-                guard.release().await;
-                return Err(panic);
-            }
-            Race::Lost => {
-                guard.release().await;
-                return Ok(Err(RunError::LeaseLost));
-            }
-        };
-        Ok(match decide::settle(result, policy.cacheable, false) {
-            Settle::Store(response) => {
-                // The caller's copy; the store keeps its own, shared by every replay.
-                let returned = Arc::new(response.clone());
-                let stored = self
-                    .backend
-                    .complete(key, &token, response, policy.expires_after)
-                    .await;
-                guard.disarm();
-                decide::after_complete(stored, returned, ran, policy.on_storage_error)
-            }
-            Settle::Release(outcome) => {
-                guard.release().await;
-                Ok(outcome)
-            }
-            Settle::Fail(error) => {
-                guard.release().await;
-                Err(error)
-            }
-        })
+        match futures_lite::future::or(operation, heartbeat).await {
+            Race::Finished(ran) => ran,
+            Race::Lost => Ran::LeaseLost,
+        }
     }
 
     /// Renews the lease every heartbeat interval; returns only once it is lost (never,
-    /// with [`Heartbeat::Off`](crate::Heartbeat::Off)).
-    async fn heartbeat(&self, key: &str, token: &ClaimToken) {
-        let Some(interval) = self.policy.heartbeat_interval() else {
+    /// without a heartbeat).
+    async fn heartbeat(&self, key: &str, held: Held) {
+        let Held {
+            token,
+            mut lease,
+            interval,
+        } = held;
+        let Some(interval) = interval else {
             return std::future::pending().await;
         };
-        let lease_ttl = self.policy.lease_ttl;
-        let mut lease = LeaseTracker::new(self.backend.now(), lease_ttl);
+        let Inner {
+            backend,
+            policy,
+            timer,
+            ..
+        } = &*self.inner;
         loop {
-            self.timer.sleep(interval).await;
-            let issued_at = self.backend.now();
-            let renewed = self.backend.renew(key, token, lease_ttl).await;
-            if lease.after_renew(renewed, issued_at, self.backend.now()) == Beat::Lost {
+            timer.sleep(interval).await;
+            let issued_at = backend.now();
+            let renewed = backend.renew(key, &token, policy.lease_ttl()).await;
+            if lease.after_renew(renewed, issued_at, backend.now()) == Beat::Lost {
                 return;
             }
         }
     }
 }
 
-impl<B: Backend + Clone, T: Timer> Clone for AsyncIdempotency<B, T> {
+impl<B: Backend> Clone for AsyncIdempotency<B> {
     fn clone(&self) -> Self {
         AsyncIdempotency {
-            backend: self.backend.clone(),
-            policy: self.policy.clone(),
+            inner: Arc::clone(&self.inner),
             observer: self.observer.clone(),
-            timer: self.timer.clone(),
         }
     }
 }
 
-impl<B: Backend + fmt::Debug, T: Timer + fmt::Debug> fmt::Debug for AsyncIdempotency<B, T> {
+impl<B: Backend + fmt::Debug> fmt::Debug for AsyncIdempotency<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncIdempotency")
-            .field("backend", &self.backend)
-            .field("policy", &self.policy)
+            .field("backend", &self.inner.backend)
+            .field("policy", &self.inner.policy)
             .field("observer", &self.observer)
-            .field("timer", &self.timer)
-            .finish()
+            .finish_non_exhaustive()
     }
 }

@@ -7,20 +7,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::blocking::InMemoryBackend;
-use crate::clock::{Clock, SystemClock};
+use crate::backend::BlockingBackend;
 use crate::error::Error;
-use crate::exec::decide::{self, AfterWait, Next, Settle, StorageFailed};
 use crate::exec::heartbeat::Heartbeats;
-use crate::exec::observer::{Finished, Observer};
-use crate::exec::outcome::{Decision, Event, Outcome, RunError};
+use crate::exec::observer::Observer;
+use crate::exec::outcome::{Event, Outcome, RunError};
 use crate::exec::policy::Policy;
+use crate::exec::run_loop::{Finished, Held, Ran, RunLoop, Step};
 use crate::key::{Fingerprint, Key};
-use crate::record::Response;
+use crate::memory::InMemoryBackend;
+use crate::response::Response;
 use crate::token::ClaimToken;
-use crate::wait::{deadline_after, remaining};
 
-/// Runs an operation once per key on an [`InMemoryBackend`], and gives every duplicate
+/// Runs an operation once per key on a [`BlockingBackend`], and gives every duplicate
 /// the first result.
 ///
 /// [`run`](Idempotency::run) claims the key; the first caller runs the operation while a
@@ -46,15 +45,20 @@ use crate::wait::{deadline_after, remaining};
 /// let first = idempotency.run(&key, &request, charge)?;
 /// let retry = idempotency.run(&key, &request, charge)?;
 /// assert_eq!((first.decision, retry.decision), (Decision::New, Decision::Replayed));
-/// assert_eq!(retry.response.body, b"charged");
+/// assert_eq!(retry.response.body, "charged");
 /// assert_eq!(charges.load(Ordering::SeqCst), 1);
 /// # Ok::<(), idemkit_core::RunError<std::io::Error>>(())
 /// ```
-pub struct Idempotency<C: Clock = SystemClock> {
-    backend: InMemoryBackend<C>,
-    policy: Policy,
+pub struct Idempotency<B: BlockingBackend = InMemoryBackend> {
+    inner: Arc<Inner<B>>,
     observer: Observer,
-    heartbeats: Arc<Heartbeats<C>>,
+}
+
+/// What clones share.
+struct Inner<B: BlockingBackend> {
+    backend: Arc<B>,
+    policy: Policy,
+    heartbeats: Heartbeats<B>,
 }
 
 /// The claim an operation runs under, as the blocking executor hands it to the
@@ -73,20 +77,6 @@ pub struct Lease {
 }
 
 impl Lease {
-    fn held(token: ClaimToken) -> Lease {
-        Lease {
-            token: Some(token),
-            lost: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    fn unprotected() -> Lease {
-        Lease {
-            token: None,
-            lost: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
     /// Whether the heartbeat failed to renew this lease: the operation's result will not
     /// be stored, and another executor may run the key.
     pub fn is_lost(&self) -> bool {
@@ -100,70 +90,47 @@ impl Lease {
     }
 }
 
-/// Releases the claim unless disarmed: on an early return and while a panic unwinds, so
-/// a retry is not locked out for a whole lease.
-struct ClaimGuard<'a, C: Clock> {
-    backend: &'a InMemoryBackend<C>,
-    key: &'a str,
-    token: Option<&'a ClaimToken>,
-}
-
-impl<C: Clock> ClaimGuard<'_, C> {
-    /// The claim is settled elsewhere (completed): do not release it.
-    fn disarm(mut self) {
-        self.token = None;
-    }
-}
-
-impl<C: Clock> Drop for ClaimGuard<'_, C> {
-    fn drop(&mut self) {
-        if let Some(token) = self.token {
-            // Refused only if the claim is already gone or another's: nothing to undo.
-            let _released = self.backend.release(self.key, token);
-        }
-    }
-}
-
-impl<C: Clock> Idempotency<C> {
+impl<B: BlockingBackend> Idempotency<B> {
     /// An executor over `backend` with [`Policy::default`].
-    pub fn new(backend: InMemoryBackend<C>) -> Idempotency<C> {
-        Idempotency {
-            heartbeats: Arc::new(Heartbeats::new(backend.clone())),
-            backend,
-            policy: Policy::default(),
-            observer: Observer::default(),
-        }
+    pub fn new(backend: B) -> Idempotency<B> {
+        Idempotency::build(backend, Policy::default(), Observer::default())
     }
 
     /// An executor over `backend` with `policy`, refused with [`Error::InvalidPolicy`] if
     /// the policy cannot work (see [`Policy::validate`]).
-    pub fn with_policy(
-        backend: InMemoryBackend<C>,
-        policy: Policy,
-    ) -> Result<Idempotency<C>, Error> {
+    pub fn with_policy(backend: B, policy: Policy) -> Result<Idempotency<B>, Error> {
         policy.validate()?;
-        Ok(Idempotency {
-            policy,
-            ..Idempotency::new(backend)
-        })
+        Ok(Idempotency::build(backend, policy, Observer::default()))
+    }
+
+    fn build(backend: B, policy: Policy, observer: Observer) -> Idempotency<B> {
+        let backend = Arc::new(backend);
+        Idempotency {
+            inner: Arc::new(Inner {
+                heartbeats: Heartbeats::new(Arc::clone(&backend)),
+                backend,
+                policy,
+            }),
+            observer,
+        }
     }
 
     /// This executor, calling `f` with the [`Event`] of every run. A panic in `f` is
-    /// caught and does not affect the run.
+    /// caught and does not affect the run. Clones made before keep their observer.
     #[must_use]
-    pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Idempotency<C> {
+    pub fn on_event(mut self, f: impl Fn(&Event) + Send + Sync + 'static) -> Idempotency<B> {
         self.observer = Observer::new(f);
         self
     }
 
     /// The backend the executor runs on.
-    pub fn backend(&self) -> &InMemoryBackend<C> {
-        &self.backend
+    pub fn backend(&self) -> &B {
+        &self.inner.backend
     }
 
     /// The executor's policy.
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        &self.inner.policy
     }
 
     /// Runs `op` once for `key`, or returns the result of the run that did.
@@ -173,7 +140,8 @@ impl<C: Clock> Idempotency<C> {
     ///   `Reclaimed`; `ReclaimedLoss` if another executor took the key over meanwhile,
     ///   in which case it is not stored). A response that is not cacheable is returned
     ///   and the claim released (`NotCached`). An error releases the claim and is
-    ///   returned as [`RunError::Handler`]. A panic releases the claim and continues.
+    ///   returned as [`RunError::HandlerFailed`]. A panic releases the claim and
+    ///   continues.
     /// - The key holds this request's result: it is returned (`Replayed`), shared.
     /// - Another run of this request is in flight: this one waits for its result
     ///   (`ReplayedAfterWait`) for up to the policy's `wait_timeout` in total, and takes
@@ -182,7 +150,7 @@ impl<C: Clock> Idempotency<C> {
     /// - The key belongs to another fingerprint: [`RunError::PayloadMismatch`].
     /// - If the heartbeat could not renew the lease, the result is not stored:
     ///   [`RunError::LeaseLost`] (see [`Lease`]).
-    /// - A backend failure is [`RunError::Storage`], or under
+    /// - A backend failure is [`RunError::StorageFailed`], or under
     ///   [`OnStorageError::FailOpen`](crate::OnStorageError) runs `op` unprotected.
     ///
     /// Every run reports exactly one [`Event`] to the observer, a panicking one included.
@@ -193,130 +161,120 @@ impl<C: Clock> Idempotency<C> {
         op: impl FnOnce(&Lease) -> Result<Response, E>,
     ) -> Result<Outcome, RunError<E>> {
         let started = Instant::now();
-        let finished = self.execute(key, fingerprint, op);
-        self.observer.finish(
-            key,
-            self.policy.fingerprint_version,
-            started.elapsed(),
-            finished,
-        )
+        let finished = self.execute(key.as_str(), fingerprint, op);
+        let version = self.inner.policy.fingerprint_version();
+        self.observer
+            .finish(key, version, started.elapsed(), finished)
     }
 
-    /// Claims, waits and replays until this run has a result; the operation's panic, if
-    /// any, comes back as `Err` once its claim is released.
+    /// Performs the steps the run loop asks for until it is done.
     fn execute<E>(
         &self,
-        key: &Key,
+        key: &str,
         fingerprint: &Fingerprint,
         op: impl FnOnce(&Lease) -> Result<Response, E>,
     ) -> Finished<E> {
-        let policy = &self.policy;
-        let version = policy.fingerprint_version;
-        let deadline = deadline_after(Instant::now(), policy.wait_timeout);
-        let mut waited = false;
+        let Inner {
+            backend, policy, ..
+        } = &*self.inner;
+        let (mut run, mut step) = RunLoop::start(policy, fingerprint, Instant::now());
+        let mut op = Some(op);
         loop {
-            let claim = match self.backend.claim(
-                key.as_str(),
-                fingerprint.as_str(),
-                version,
-                policy.lease_ttl,
-            ) {
-                Ok(claim) => claim,
-                Err(error) => {
-                    return match decide::storage_failed(error, policy.on_storage_error) {
-                        StorageFailed::Refuse(refusal) => Ok(Err(refusal)),
-                        StorageFailed::RunUnprotected => {
-                            catch_unwind(AssertUnwindSafe(|| op(&Lease::unprotected())))
-                                .map(decide::unprotected)
-                        }
-                    };
+            step = match step {
+                Step::Claim => {
+                    let issued_at = backend.now();
+                    let claim = backend.claim(
+                        key,
+                        fingerprint.as_str(),
+                        policy.fingerprint_version(),
+                        policy.lease_ttl(),
+                    );
+                    run.claimed(claim, issued_at, Instant::now())
                 }
-            };
-            let lease_until = match decide::on_claim(claim, fingerprint, version, waited) {
-                Next::Run { token, decision } => {
-                    return self.run_claimed(key.as_str(), token, decision, op);
+                Step::Wait { timeout } => run.waited(backend.wait_for_completion(key, timeout)),
+                Step::Run(held) => {
+                    let op = op.take().expect("the run loop runs the operation once");
+                    run.ran(self.run_op(key, held, op))
                 }
-                Next::Replay(outcome) => return Ok(Ok(outcome)),
-                Next::Refuse => return Ok(Err(RunError::PayloadMismatch)),
-                Next::Wait { lease_until } => lease_until,
+                Step::Complete { token, response } => {
+                    let stored = backend.complete(
+                        key,
+                        &token,
+                        Arc::clone(&response),
+                        policy.expires_after(),
+                    );
+                    run.completed(stored, response)
+                }
+                Step::Release { token } => {
+                    // Refused or failed: the claim is already gone, or its lease lapses.
+                    let _released = backend.release(key, &token);
+                    run.released()
+                }
+                Step::Done(finished) => return finished,
             };
-            let left = remaining(deadline, Instant::now());
-            if left.is_zero() {
-                let retry_after = decide::retry_after(lease_until, self.backend.clock().now());
-                return Ok(Err(RunError::InProgress { retry_after }));
-            }
-            waited = true;
-            let completed = self.backend.wait_for_completion(key.as_str(), left);
-            match decide::after_wait(completed, fingerprint, version) {
-                AfterWait::Replay(outcome) => return Ok(Ok(outcome)),
-                AfterWait::Refuse => return Ok(Err(RunError::PayloadMismatch)),
-                AfterWait::ClaimAgain => {}
-            }
         }
     }
 
-    /// Runs `op` under the claim `token` holds, with the heartbeat, and settles it.
-    fn run_claimed<E>(
+    /// Runs `op` under `held` (with its heartbeat), or without a claim.
+    fn run_op<E>(
         &self,
         key: &str,
-        token: ClaimToken,
-        ran: Decision,
+        held: Option<Held>,
         op: impl FnOnce(&Lease) -> Result<Response, E>,
-    ) -> Finished<E> {
-        let policy = &self.policy;
-        let lease = Lease::held(token.clone());
-        let guard = ClaimGuard {
-            backend: &self.backend,
-            key,
-            token: Some(&token),
+    ) -> Ran<E> {
+        let lost = Arc::new(AtomicBool::new(false));
+        let Some(held) = held else {
+            let lease = Lease { token: None, lost };
+            return caught(|| op(&lease));
         };
-        let heartbeat = policy.heartbeat_interval().map(|interval| {
-            let lost = Arc::clone(&lease.lost);
-            self.heartbeats
-                .register(key, &token, interval, policy.lease_ttl, lost)
+        let lease = Lease {
+            token: Some(held.token.clone()),
+            lost: Arc::clone(&lost),
+        };
+        let heartbeat = held.interval.map(|interval| {
+            self.inner.heartbeats.register(
+                key,
+                &held.token,
+                interval,
+                self.inner.policy.lease_ttl(),
+                held.lease,
+                lost,
+            )
         });
-        let result = catch_unwind(AssertUnwindSafe(|| op(&lease)));
+        let ran = caught(|| op(&lease));
         // Stop renewing before settling: a completed or released claim cannot be renewed.
         drop(heartbeat);
-        // On a panic, the guard releases the claim on its way out.
-        let result = result?;
-        Ok(
-            match decide::settle(result, policy.cacheable, lease.is_lost()) {
-                Settle::Store(response) => {
-                    // The caller's copy; the store keeps its own, shared by every replay.
-                    let returned = Arc::new(response.clone());
-                    let stored = self
-                        .backend
-                        .complete(key, &token, response, policy.expires_after);
-                    guard.disarm();
-                    decide::after_complete(Ok(stored), returned, ran, policy.on_storage_error)
-                }
-                // The guard releases the claim: a retry runs again.
-                Settle::Release(outcome) => Ok(outcome),
-                Settle::Fail(error) => Err(error),
-            },
-        )
-    }
-}
-
-impl<C: Clock> Clone for Idempotency<C> {
-    fn clone(&self) -> Idempotency<C> {
-        Idempotency {
-            backend: self.backend.clone(),
-            policy: self.policy.clone(),
-            observer: self.observer.clone(),
-            heartbeats: Arc::clone(&self.heartbeats),
+        match ran {
+            Ran::Returned(_) if lease.is_lost() => Ran::LeaseLost,
+            ran => ran,
         }
     }
 }
 
-impl<C: Clock> fmt::Debug for Idempotency<C> {
+/// Runs `op`, catching its panic.
+fn caught<E>(op: impl FnOnce() -> Result<Response, E>) -> Ran<E> {
+    match catch_unwind(AssertUnwindSafe(op)) {
+        Ok(result) => Ran::Returned(result),
+        Err(panic) => Ran::Panicked(panic),
+    }
+}
+
+impl<B: BlockingBackend> Clone for Idempotency<B> {
+    fn clone(&self) -> Idempotency<B> {
+        Idempotency {
+            inner: Arc::clone(&self.inner),
+            observer: self.observer.clone(),
+        }
+    }
+}
+
+impl<B: BlockingBackend + fmt::Debug> fmt::Debug for Idempotency<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Idempotency")
-            .field("backend", &self.backend)
-            .field("policy", &self.policy)
+            .field("backend", &self.inner.backend)
+            .field("policy", &self.inner.policy)
             .field("observer", &self.observer)
-            .field("heartbeats", &self.heartbeats)
+            .field("heartbeats", &self.inner.heartbeats)
             .finish()
     }
 }

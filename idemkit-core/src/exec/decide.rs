@@ -1,6 +1,6 @@
-//! The executor's decisions, as pure functions: what a claim, a finished wait, a renewal
-//! or an operation's result means for this run. The blocking and async drivers do the
-//! I/O and call these, so both follow one set of rules (issue 5, "Behaviour").
+//! The executor's decisions, as pure functions: what a claim, a finished wait, a
+//! completion or a renewal means for this run. The run loop (`run_loop`) strings them
+//! together; the blocking and async executors only perform the I/O it asks for.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,14 +10,15 @@ use crate::error::Error;
 use crate::exec::outcome::{Decision, Outcome, RunError};
 use crate::exec::policy::OnStorageError;
 use crate::key::Fingerprint;
-use crate::record::{Record, Response};
+use crate::record::Record;
+use crate::response::Response;
 use crate::token::ClaimToken;
 
 /// What a claim tells this run to do next.
 #[derive(Debug)]
 pub(crate) enum Next {
     /// This run holds the key: run the operation, then report `decision` (New or
-    /// Reclaimed) unless settling it says otherwise.
+    /// Reclaimed) unless its result says otherwise.
     Run {
         token: ClaimToken,
         decision: Decision,
@@ -31,33 +32,46 @@ pub(crate) enum Next {
     Wait { lease_until: Instant },
 }
 
+/// What a record holds for a request.
+enum Replay {
+    /// This request's result, to return.
+    Same(Outcome),
+    /// Another request's result: never handed to this one.
+    Other,
+    /// No result yet: the record is still claimed.
+    NotDone,
+}
+
 /// Whether `record` was written by this request: same fingerprint, same version.
 fn same_request(record: &Record, fingerprint: &Fingerprint, fingerprint_version: u32) -> bool {
     record.fingerprint() == fingerprint.as_str()
         && record.fingerprint_version() == fingerprint_version
 }
 
-/// The replay of a completed `record`, or a refusal if another request wrote it. `None`
-/// if the record holds no response after all (then it is not done).
+/// What `record` holds for this request, reported as `decision` if it is a replay.
 fn replay(
     record: &Record,
     fingerprint: &Fingerprint,
     fingerprint_version: u32,
     decision: Decision,
-) -> Option<Result<Outcome, ()>> {
-    let response = record.shared_response()?;
-    Some(if same_request(record, fingerprint, fingerprint_version) {
-        Ok(Outcome {
+) -> Replay {
+    let Some(response) = record.shared_response() else {
+        return Replay::NotDone;
+    };
+    if same_request(record, fingerprint, fingerprint_version) {
+        Replay::Same(Outcome {
             response: Arc::clone(response),
             decision,
         })
     } else {
-        Err(())
-    })
+        Replay::Other
+    }
 }
 
-/// Rules 1-3: what `claim` means for a run with this fingerprint. `waited` says whether
-/// this run already waited for the key, so a replay reports `ReplayedAfterWait`.
+/// What `claim` means for a run with this fingerprint: a free or lapsed key runs, a
+/// completed one replays to the same request and refuses another, an in-flight one is
+/// waited for by the same request and refused to another. `waited` says whether this
+/// run already waited for the key, so a replay reports `ReplayedAfterWait`.
 pub(crate) fn on_claim(
     claim: Claim,
     fingerprint: &Fingerprint,
@@ -80,9 +94,9 @@ pub(crate) fn on_claim(
         },
         Claim::Completed(record) => {
             match replay(&record, fingerprint, fingerprint_version, replayed) {
-                Some(Ok(outcome)) => Next::Replay(outcome),
-                Some(Err(())) => Next::Refuse,
-                None => Next::Wait {
+                Replay::Same(outcome) => Next::Replay(outcome),
+                Replay::Other => Next::Refuse,
+                Replay::NotDone => Next::Wait {
                     lease_until: record.lease_until(),
                 },
             }
@@ -109,7 +123,7 @@ pub(crate) enum AfterWait {
     ClaimAgain,
 }
 
-/// Rule 3: what a wait's result means for this run.
+/// What a wait's result means for this run.
 pub(crate) fn after_wait(
     completed: Option<Record>,
     fingerprint: &Fingerprint,
@@ -124,9 +138,9 @@ pub(crate) fn after_wait(
         fingerprint_version,
         Decision::ReplayedAfterWait,
     ) {
-        Some(Ok(outcome)) => AfterWait::Replay(outcome),
-        Some(Err(())) => AfterWait::Refuse,
-        None => AfterWait::ClaimAgain,
+        Replay::Same(outcome) => AfterWait::Replay(outcome),
+        Replay::Other => AfterWait::Refuse,
+        Replay::NotDone => AfterWait::ClaimAgain,
     }
 }
 
@@ -139,38 +153,7 @@ pub(crate) fn retry_after(lease_until: Instant, now: Instant) -> Duration {
     Duration::from_secs(whole.max(1))
 }
 
-/// What to do with the operation's result once it returned.
-#[derive(Debug)]
-pub(crate) enum Settle<E> {
-    /// Store it: complete the claim, then report via [`after_complete`].
-    Store(Response),
-    /// Not worth storing: release the claim and return this outcome (`NotCached`).
-    Release(Outcome),
-    /// The operation failed: release the claim and return this error.
-    Fail(RunError<E>),
-}
-
-/// Rules 1 and 4: what the operation's `result` means. `lease_lost` says the heartbeat
-/// could not renew while it ran, so the result must not be stored.
-pub(crate) fn settle<E>(
-    result: Result<Response, E>,
-    cacheable: fn(&Response) -> bool,
-    lease_lost: bool,
-) -> Settle<E> {
-    if lease_lost {
-        return Settle::Fail(RunError::LeaseLost);
-    }
-    match result {
-        Ok(response) if cacheable(&response) => Settle::Store(response),
-        Ok(response) => Settle::Release(Outcome {
-            response: Arc::new(response),
-            decision: Decision::NotCached,
-        }),
-        Err(error) => Settle::Fail(RunError::Handler(error)),
-    }
-}
-
-/// Rule 1: what the completion's result means. `ran` is how the run got the key (New or
+/// What the completion's result means. `ran` is how the run got the key (New or
 /// Reclaimed). A refused completion means another executor reclaimed the key: the
 /// caller still gets the response, which is not stored. If the backend failed, the
 /// result may or may not be stored; the claim is left to lapse rather than released,
@@ -185,50 +168,14 @@ pub(crate) fn after_complete<E>(
         Ok(true) => ran,
         Ok(false) => Decision::ReclaimedLoss,
         Err(error) => match on_storage_error {
-            OnStorageError::FailClosed => return Err(RunError::Storage(error)),
+            OnStorageError::FailClosed => return Err(RunError::StorageFailed(error)),
             OnStorageError::FailOpen => Decision::RanUnprotected,
         },
     };
     Ok(Outcome { response, decision })
 }
 
-/// Rule 5: what a backend failure before the operation ran means.
-#[derive(Debug)]
-pub(crate) enum StorageFailed<E> {
-    /// Refuse the request with this error.
-    Refuse(RunError<E>),
-    /// Run the operation without a claim, then report via [`unprotected`].
-    RunUnprotected,
-}
-
-/// Rule 5: refuse under `FailClosed`, run without protection under `FailOpen`.
-pub(crate) fn storage_failed<E>(error: Error, policy: OnStorageError) -> StorageFailed<E> {
-    match policy {
-        OnStorageError::FailClosed => StorageFailed::Refuse(RunError::Storage(error)),
-        OnStorageError::FailOpen => StorageFailed::RunUnprotected,
-    }
-}
-
-/// Rule 5: the result of an operation run without a claim.
-pub(crate) fn unprotected<E>(result: Result<Response, E>) -> Result<Outcome, RunError<E>> {
-    match result {
-        Ok(response) => Ok(Outcome {
-            response: Arc::new(response),
-            decision: Decision::RanUnprotected,
-        }),
-        Err(error) => Err(RunError::Handler(error)),
-    }
-}
-
-/// Rule 6: the decision an event reports for a finished run.
-pub(crate) fn decision_of<E>(result: &Result<Outcome, RunError<E>>) -> Decision {
-    match result {
-        Ok(outcome) => outcome.decision,
-        Err(error) => error.decision(),
-    }
-}
-
-/// Rule 4: what the heartbeat knows about the lease it renews.
+/// What the heartbeat knows about the lease it renews.
 #[derive(Debug)]
 pub(crate) struct LeaseTracker {
     lease_ttl: Duration,
@@ -247,11 +194,12 @@ pub(crate) enum Beat {
 }
 
 impl LeaseTracker {
-    /// A lease claimed no earlier than `claimed_by` (backend time).
-    pub(crate) fn new(claimed_by: Instant, lease_ttl: Duration) -> LeaseTracker {
+    /// A lease claimed by a call issued at `claimed_from` (backend time, read before the
+    /// claim, so a slow claim never makes the lease look longer than it is).
+    pub(crate) fn new(claimed_from: Instant, lease_ttl: Duration) -> LeaseTracker {
         LeaseTracker {
             lease_ttl,
-            held_until: claimed_by.checked_add(lease_ttl),
+            held_until: claimed_from.checked_add(lease_ttl),
         }
     }
 
@@ -374,11 +322,11 @@ mod tests {
         let (mut store, token) = claimed("k", &fp, now);
         assert!(matches!(after_wait(None, &fp, 1), AfterWait::ClaimAgain));
         assert!(store.complete("k", &token, Response::new(200, "ok"), LEASE, now));
-        let record = store.get("k", now).cloned();
+        let record = store.get("k", now);
         match after_wait(record.clone(), &fp, 1) {
             AfterWait::Replay(outcome) => {
                 assert_eq!(outcome.decision, Decision::ReplayedAfterWait);
-                assert_eq!(outcome.response.body, b"ok");
+                assert_eq!(outcome.response.body, "ok");
             }
             other => panic!("expected a replay, got {other:?}"),
         }
@@ -407,29 +355,6 @@ mod tests {
     }
 
     #[test]
-    fn results_are_stored_released_or_failed_by_cacheability_and_the_lease() {
-        let cacheable = |r: &Response| r.status == 200;
-        assert!(matches!(
-            settle::<()>(Ok(Response::new(200, "")), cacheable, false),
-            Settle::Store(_)
-        ));
-        match settle::<()>(Ok(Response::new(500, "")), cacheable, false) {
-            Settle::Release(outcome) => assert_eq!(outcome.decision, Decision::NotCached),
-            other => panic!("expected a release, got {other:?}"),
-        }
-        assert!(matches!(
-            settle::<&str>(Err("boom"), cacheable, false),
-            Settle::Fail(RunError::Handler("boom"))
-        ));
-        for result in [Ok(Response::new(200, "")), Err("boom")] {
-            assert!(matches!(
-                settle(result, cacheable, true),
-                Settle::Fail(RunError::LeaseLost)
-            ));
-        }
-    }
-
-    #[test]
     fn a_refused_completion_is_a_reclaimed_loss_and_a_failed_one_follows_the_policy() {
         let response = Arc::new(Response::new(200, "ok"));
         let outcome = |stored, policy| {
@@ -448,27 +373,12 @@ mod tests {
         let full = || Err(Error::Full { max_size: 1 });
         assert!(matches!(
             outcome(full(), closed),
-            Err(RunError::Storage(Error::Full { max_size: 1 }))
+            Err(RunError::StorageFailed(Error::Full { max_size: 1 }))
         ));
         assert_eq!(
             outcome(full(), open).unwrap().decision,
             Decision::RanUnprotected
         );
-    }
-
-    #[test]
-    fn storage_failures_refuse_when_closed_and_run_unprotected_when_open() {
-        assert!(matches!(
-            storage_failed::<()>(Error::Full { max_size: 0 }, OnStorageError::FailClosed),
-            StorageFailed::Refuse(RunError::Storage(_))
-        ));
-        assert!(matches!(
-            storage_failed::<()>(Error::Full { max_size: 0 }, OnStorageError::FailOpen),
-            StorageFailed::RunUnprotected
-        ));
-        let ran = unprotected::<()>(Ok(Response::new(200, "x"))).unwrap();
-        assert_eq!(ran.decision, Decision::RanUnprotected);
-        assert!(matches!(unprotected(Err(7)), Err(RunError::Handler(7))));
     }
 
     #[test]

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::blocking::InMemoryBackend;
-use crate::clock::Clock;
+use crate::backend::BlockingBackend;
 use crate::exec::decide::{Beat, LeaseTracker};
 use crate::token::ClaimToken;
 
@@ -53,9 +52,9 @@ struct Schedule {
 
 /// The heartbeat of one blocking executor: a schedule of renewals and, once the first
 /// run registers, the thread that performs them.
-pub(crate) struct Heartbeats<C: Clock> {
+pub(crate) struct Heartbeats<B: BlockingBackend> {
     schedule: Arc<Schedule>,
-    backend: InMemoryBackend<C>,
+    backend: Arc<B>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -65,9 +64,9 @@ pub(crate) struct Registration<'a> {
     id: u64,
 }
 
-impl<C: Clock> Heartbeats<C> {
+impl<B: BlockingBackend> Heartbeats<B> {
     /// No thread yet: it starts with the first registration.
-    pub(crate) fn new(backend: InMemoryBackend<C>) -> Heartbeats<C> {
+    pub(crate) fn new(backend: Arc<B>) -> Heartbeats<B> {
         Heartbeats {
             schedule: Arc::default(),
             backend,
@@ -76,7 +75,8 @@ impl<C: Clock> Heartbeats<C> {
     }
 
     /// Renews `token`'s lease on `key` every `interval` (real time) until the returned
-    /// registration is dropped, and sets `lost` if a renewal is refused.
+    /// registration is dropped, and sets `lost` once the lease is lost (`lease` judges
+    /// each renewal).
     ///
     /// If the OS refuses to start the thread, nothing renews the lease: a run that
     /// outlives it may then be taken over, and fencing refuses its result.
@@ -86,6 +86,7 @@ impl<C: Clock> Heartbeats<C> {
         token: &ClaimToken,
         interval: Duration,
         lease_ttl: Duration,
+        lease: LeaseTracker,
         lost: Arc<AtomicBool>,
     ) -> Registration<'_> {
         let due = Instant::now().checked_add(interval);
@@ -94,7 +95,6 @@ impl<C: Clock> Heartbeats<C> {
         state.next_id += 1;
         // An interval too long to represent never falls due: nothing to schedule.
         if let Some(due) = due {
-            let lease = LeaseTracker::new(self.backend.clock().now(), lease_ttl);
             state.queue.insert((due, id));
             state.runs.insert(
                 id,
@@ -133,7 +133,7 @@ impl<C: Clock> Heartbeats<C> {
 
 /// The thread's loop: sleep until the earliest renewal is due, renew without holding the
 /// lock, reschedule or mark lost, until shutdown.
-fn beat<C: Clock>(schedule: &Schedule, backend: &InMemoryBackend<C>) {
+fn beat<B: BlockingBackend>(schedule: &Schedule, backend: &B) {
     let mut state = schedule.state.lock();
     loop {
         if state.shutdown {
@@ -153,16 +153,16 @@ fn beat<C: Clock>(schedule: &Schedule, backend: &InMemoryBackend<C>) {
         };
         let (key, token, lease_ttl) = (Arc::clone(&run.key), run.token.clone(), run.lease_ttl);
         let (issued_at, renewed, now) = MutexGuard::unlocked(&mut state, || {
-            let issued_at = backend.clock().now();
+            let issued_at = backend.now();
             let renewed = backend.renew(&key, &token, lease_ttl);
-            (issued_at, renewed, backend.clock().now())
+            (issued_at, renewed, backend.now())
         });
         // The run may have finished (and deregistered) while the lock was released.
         let state = &mut *state;
         let Some(run) = state.runs.get_mut(&id) else {
             continue;
         };
-        match run.lease.after_renew(Ok(renewed), issued_at, now) {
+        match run.lease.after_renew(renewed, issued_at, now) {
             Beat::Held => {
                 if let Some(next) = Instant::now().checked_add(run.interval) {
                     run.due = next;
@@ -183,7 +183,7 @@ impl Drop for Registration<'_> {
     }
 }
 
-impl<C: Clock> Drop for Heartbeats<C> {
+impl<B: BlockingBackend> Drop for Heartbeats<B> {
     fn drop(&mut self) {
         self.schedule.state.lock().shutdown = true;
         self.schedule.changed.notify_all();
@@ -194,7 +194,7 @@ impl<C: Clock> Drop for Heartbeats<C> {
     }
 }
 
-impl<C: Clock> fmt::Debug for Heartbeats<C> {
+impl<B: BlockingBackend> fmt::Debug for Heartbeats<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Heartbeats")
             .field("runs", &self.schedule.state.lock().runs.len())
@@ -207,6 +207,7 @@ impl<C: Clock> fmt::Debug for Heartbeats<C> {
 mod tests {
     use super::*;
     use crate::claim::Claim;
+    use crate::memory::InMemoryBackend;
 
     const GENEROUS: Duration = Duration::from_secs(5);
 
@@ -231,11 +232,12 @@ mod tests {
 
     #[test]
     fn no_thread_starts_until_a_run_registers() {
-        let heartbeats = Heartbeats::new(InMemoryBackend::new());
+        let heartbeats = Heartbeats::new(Arc::new(InMemoryBackend::new()));
         assert!(heartbeats.thread.lock().is_none());
         let token = ClaimToken::from_bytes([0; 16]);
         let lost = Arc::new(AtomicBool::new(false));
-        let forever = heartbeats.register("k", &token, Duration::MAX, Duration::MAX, lost);
+        let lease = LeaseTracker::new(Instant::now(), Duration::MAX);
+        let forever = heartbeats.register("k", &token, Duration::MAX, Duration::MAX, lease, lost);
         assert!(heartbeats.thread.lock().is_none(), "nothing ever falls due");
         drop(forever);
     }
@@ -246,13 +248,14 @@ mod tests {
         let lease = Duration::from_millis(300);
         let token = claim(&backend, "k", lease);
         let first_until = backend.get("k").unwrap().lease_until();
-        let heartbeats = Heartbeats::new(backend.clone());
+        let heartbeats = Heartbeats::new(Arc::new(backend.clone()));
         let lost = Arc::new(AtomicBool::new(false));
         let registration = heartbeats.register(
             "k",
             &token,
             Duration::from_millis(20),
             lease,
+            LeaseTracker::new(backend.now(), lease),
             Arc::clone(&lost),
         );
         assert!(eventually(
@@ -275,14 +278,29 @@ mod tests {
     fn a_refused_renewal_marks_only_that_run_lost() {
         let backend = InMemoryBackend::new();
         let lease = Duration::from_secs(30);
-        let heartbeats = Heartbeats::new(backend.clone());
+        let heartbeats = Heartbeats::new(Arc::new(backend.clone()));
         let interval = Duration::from_millis(20);
+        let tracker = || LeaseTracker::new(backend.now(), lease);
         let doomed_token = claim(&backend, "doomed", lease);
         let kept_token = claim(&backend, "kept", lease);
         let doomed = Arc::new(AtomicBool::new(false));
         let kept = Arc::new(AtomicBool::new(false));
-        let _a = heartbeats.register("doomed", &doomed_token, interval, lease, doomed.clone());
-        let _b = heartbeats.register("kept", &kept_token, interval, lease, kept.clone());
+        let _a = heartbeats.register(
+            "doomed",
+            &doomed_token,
+            interval,
+            lease,
+            tracker(),
+            doomed.clone(),
+        );
+        let _b = heartbeats.register(
+            "kept",
+            &kept_token,
+            interval,
+            lease,
+            tracker(),
+            kept.clone(),
+        );
         assert!(backend.release("doomed", &doomed_token));
         assert!(eventually(|| doomed.load(Ordering::Acquire)));
         // The other run is still renewed, and not lost.

@@ -1,10 +1,10 @@
 //! The run-once executor: claim a key, run the operation once under a renewed lease,
-//! store its result, and give every duplicate that result (spec §5).
+//! store its result, and give every duplicate that result.
 //!
-//! [`Idempotency`] runs blocking operations on an
-//! [`InMemoryBackend`](crate::InMemoryBackend); [`AsyncIdempotency`] runs async ones on
-//! any [`Backend`] and runtime [`Timer`](crate::Timer). Both follow the rules in
-//! `decide`, written once:
+//! [`Idempotency`] runs blocking operations on any
+//! [`BlockingBackend`](crate::BlockingBackend); [`AsyncIdempotency`] runs async ones on any
+//! [`Backend`](crate::Backend). Both follow one run loop (`run_loop`), built on the pure
+//! decisions in `decide`, and only perform the I/O it asks for:
 //!
 //! 1. A fresh key, or one whose owner's lease lapsed, runs the operation. A cacheable
 //!    result is stored; one that is not is returned and the claim released; an error or
@@ -24,16 +24,15 @@
 //! performed after losing its lease: pass the key downstream on money paths.
 
 mod async_exec;
-mod backend;
 mod blocking;
 mod decide;
 mod heartbeat;
 mod observer;
 mod outcome;
 mod policy;
+mod run_loop;
 
 pub use async_exec::AsyncIdempotency;
-pub use backend::Backend;
 pub use blocking::{Idempotency, Lease};
 pub use outcome::{Decision, Event, Outcome, RunError};
 pub use policy::{Heartbeat, OnStorageError, Policy};

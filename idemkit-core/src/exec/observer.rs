@@ -6,15 +6,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::decide;
-use crate::exec::outcome::{Decision, Event, Outcome, RunError};
+use crate::exec::outcome::{Event, Outcome, RunError};
+use crate::exec::run_loop::Finished;
 use crate::key::Key;
 
 /// A panic caught from an operation, to be resumed once its claim is released.
 pub(crate) type Panic = Box<dyn Any + Send + 'static>;
-
-/// How a run ended: its result, or the operation's panic.
-pub(crate) type Finished<E> = Result<Result<Outcome, RunError<E>>, Panic>;
 
 /// A callback that receives events.
 type Callback = dyn Fn(&Event) + Send + Sync;
@@ -46,17 +43,17 @@ impl Observer {
         latency: Duration,
         finished: Finished<E>,
     ) -> Result<Outcome, RunError<E>> {
-        let decision = match &finished {
-            Ok(result) => decide::decision_of(result),
-            Err(_panic) => Decision::HandlerFailed,
-        };
         self.emit(&Event {
-            decision,
+            decision: finished.decision(),
             key: key.clone(),
             fingerprint_version,
             latency,
         });
-        finished.unwrap_or_else(|panic| resume_unwind(panic))
+        match finished {
+            Finished::Outcome(outcome) => Ok(outcome),
+            Finished::Error(error) => Err(error),
+            Finished::Panicked(panic) => resume_unwind(panic),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::key::Key;
-use crate::record::Response;
+use crate::response::Response;
 
 /// What an executor decided for one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -33,26 +33,50 @@ pub enum Decision {
     /// ([`RunError::PayloadMismatch`]).
     PayloadMismatch,
     /// Refused: another run of the key did not finish in time ([`RunError::InProgress`]).
-    Conflict,
-    /// The backend failed ([`RunError::Storage`]).
-    StorageError,
+    InProgress,
+    /// The backend failed ([`RunError::StorageFailed`]).
+    StorageFailed,
     /// The lease could not be renewed ([`RunError::LeaseLost`]).
     LeaseLost,
-    /// The operation returned an error or panicked ([`RunError::Handler`]).
+    /// The operation returned an error ([`RunError::HandlerFailed`]) or panicked; a
+    /// panic in the policy's `cacheable` predicate counts as the operation's.
     HandlerFailed,
 }
 
 /// A successful run: the response to give the caller and how it was obtained.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Outcome {
-    /// The response. On a replay this is the stored allocation itself, shared with every
-    /// other replay, not a copy.
+    /// The response. It is the allocation the store keeps, shared with every replay: the
+    /// runner's own response is stored without a copy, and a replay copies nothing.
     pub response: Arc<Response>,
     /// How the response was obtained.
     pub decision: Decision,
 }
 
 /// Why a run produced no response.
+///
+/// `E` is the operation's own error. A caller maps each variant to what its clients
+/// understand; an HTTP service, for instance:
+///
+/// ```
+/// use std::time::Duration;
+/// use idemkit_core::RunError;
+///
+/// fn status_of<E>(error: &RunError<E>) -> (u16, Option<Duration>) {
+///     match error {
+///         RunError::PayloadMismatch => (422, None),
+///         RunError::InProgress { retry_after } => (423, Some(*retry_after)),
+///         RunError::StorageFailed(_) => (503, Some(Duration::from_secs(1))),
+///         RunError::HandlerFailed(_) | RunError::LeaseLost => (500, None),
+///         // New variants may come: treat them as failures.
+///         _ => (500, None),
+///     }
+/// }
+///
+/// let busy = RunError::<std::io::Error>::InProgress { retry_after: Duration::from_secs(20) };
+/// assert_eq!(status_of(&busy), (423, Some(Duration::from_secs(20))));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError<E> {
@@ -70,11 +94,11 @@ pub enum RunError<E> {
     },
     /// The backend failed under [`OnStorageError::FailClosed`](crate::OnStorageError).
     #[error("the idempotency backend failed")]
-    Storage(#[source] Error),
+    StorageFailed(#[source] Error),
     /// The operation returned this error; its claim (if it ran under one) was released,
     /// so a retry runs again.
     #[error("the operation failed: {0}")]
-    Handler(E),
+    HandlerFailed(E),
     /// The lease could not be renewed (the claim was released or taken over): the result
     /// was not stored. Async executors cancel the operation at its next await point;
     /// the blocking executor lets it return (see [`Lease::is_lost`](crate::Lease::is_lost)).
@@ -87,9 +111,9 @@ impl<E> RunError<E> {
     pub fn decision(&self) -> Decision {
         match self {
             RunError::PayloadMismatch => Decision::PayloadMismatch,
-            RunError::InProgress { .. } => Decision::Conflict,
-            RunError::Storage(_) => Decision::StorageError,
-            RunError::Handler(_) => Decision::HandlerFailed,
+            RunError::InProgress { .. } => Decision::InProgress,
+            RunError::StorageFailed(_) => Decision::StorageFailed,
+            RunError::HandlerFailed(_) => Decision::HandlerFailed,
             RunError::LeaseLost => Decision::LeaseLost,
         }
     }
@@ -99,6 +123,7 @@ impl<E> RunError<E> {
 ///
 /// It carries the hashed [`Key`], never the caller's raw key, so it is safe to log.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Event {
     /// What was decided.
     pub decision: Decision,
@@ -121,8 +146,8 @@ mod tests {
             RunError::InProgress {
                 retry_after: Duration::from_secs(1),
             },
-            RunError::Storage(Error::Full { max_size: 0 }),
-            RunError::Handler("boom"),
+            RunError::StorageFailed(Error::Full { max_size: 0 }),
+            RunError::HandlerFailed("boom"),
             RunError::LeaseLost,
         ];
         let decisions: Vec<Decision> = errors.iter().map(RunError::decision).collect();
@@ -130,8 +155,8 @@ mod tests {
             decisions,
             [
                 Decision::PayloadMismatch,
-                Decision::Conflict,
-                Decision::StorageError,
+                Decision::InProgress,
+                Decision::StorageFailed,
                 Decision::HandlerFailed,
                 Decision::LeaseLost,
             ]

@@ -1,20 +1,22 @@
-//! [`ConformanceBackend`]: the one API the suite drives, implemented by every backend.
+//! [`ConformanceBackend`]: the one API the suite drives, and the two ways a backend
+//! provides it: [`Async`], through its async trait, and [`Blocking`], through its
+//! blocking trait.
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use idemkit_core::{
-    AsyncInMemoryBackend, Claim, ClaimToken, Clock, Error, InMemoryBackend, Record, Response, Timer,
+    Backend, BlockingBackend, Claim, ClaimToken, Error, InMemoryBackend, Record, Response,
 };
 
 use crate::thread_task::on_thread;
 
-/// A backend as the suite sees it: the backend API, async-shaped so one vector fits every
-/// backend. Clones share one store.
+/// A backend as the suite sees it: async-shaped, so one vector fits both traits. Clones
+/// share one store.
 ///
-/// The blocking backend's operations run inline when polled, except
-/// [`wait_for_completion`](ConformanceBackend::wait_for_completion), which parks a real
-/// thread of its own; an async backend's are its own futures, unchanged.
+/// A storage error in `complete`, `release`, `renew`, `wait_for_completion` or `get` fails
+/// the vector (it panics): a conformant backend on a healthy store does not fail.
 pub trait ConformanceBackend: Clone + Send + Sync + 'static {
     /// Claims `key`.
     fn claim(
@@ -45,37 +47,87 @@ pub trait ConformanceBackend: Clone + Send + Sync + 'static {
         lease_ttl: Duration,
     ) -> impl Future<Output = bool> + Send;
 
-    /// Waits until `key` completes, for at most `timeout` of real time.
+    /// Waits until `key` completes, for at most `timeout`.
     fn wait_for_completion(
         &self,
         key: &str,
         timeout: Duration,
     ) -> impl Future<Output = Option<Record>> + Send;
 
-    /// The record of `key`, unless there is none or it has expired.
-    fn get(&self, key: &str) -> Option<Record>;
+    /// The record of `key`, unless there is none or it is gone.
+    fn get(&self, key: &str) -> impl Future<Output = Option<Record>> + Send;
 
-    /// Records held, expired ones not yet purged included.
-    fn len(&self) -> usize;
+    /// The instant the backend judges leases by.
+    fn now(&self) -> Instant;
 
-    /// Whether no record is held.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    /// Records held, expired ones not yet purged included, if the backend can tell.
+    fn held_records(&self) -> Option<usize>;
 
-    /// How many keys have waiters' event entries right now (for leak checks).
-    fn watched_keys(&self) -> usize;
+    /// How many keys have waiters' entries right now, if the backend can tell.
+    fn watched_keys(&self) -> Option<usize>;
 }
 
-impl<C: Clock> ConformanceBackend for InMemoryBackend<C> {
-    async fn claim(
+/// What a backend can show of its bookkeeping, for the suite's leak and size checks.
+/// Both default to "cannot tell", so a backend implements what it has.
+pub trait Inspect {
+    /// Records held, expired ones not yet purged included.
+    fn held_records(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many keys have waiters' entries right now.
+    fn watched_keys(&self) -> Option<usize> {
+        None
+    }
+}
+
+impl Inspect for InMemoryBackend {
+    fn held_records(&self) -> Option<usize> {
+        Some(InMemoryBackend::len(self))
+    }
+
+    fn watched_keys(&self) -> Option<usize> {
+        Some(InMemoryBackend::watched_keys(self))
+    }
+}
+
+/// A backend driven through its async trait, [`Backend`].
+#[derive(Clone, Debug)]
+pub struct Async<B>(pub B);
+
+/// A backend driven through its blocking trait, [`BlockingBackend`]: every operation
+/// runs inline when polled, except `wait_for_completion`, which parks an OS thread of
+/// its own.
+#[derive(Debug)]
+pub struct Blocking<B>(pub Arc<B>);
+
+impl<B> Clone for Blocking<B> {
+    fn clone(&self) -> Blocking<B> {
+        Blocking(Arc::clone(&self.0))
+    }
+}
+
+impl<B> Blocking<B> {
+    /// `backend`, to be driven through its blocking trait.
+    pub fn new(backend: B) -> Blocking<B> {
+        Blocking(Arc::new(backend))
+    }
+}
+
+#[track_caller]
+fn healthy<T>(result: Result<T, Error>, operation: &str) -> T {
+    result.unwrap_or_else(|error| panic!("{operation} failed on a healthy store: {error}"))
+}
+
+impl<B: Backend + Inspect + Clone> ConformanceBackend for Async<B> {
+    fn claim(
         &self,
         key: &str,
         fingerprint: &str,
         fingerprint_version: u32,
         lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        InMemoryBackend::claim(self, key, fingerprint, fingerprint_version, lease_ttl)
+    ) -> impl Future<Output = Result<Claim, Error>> + Send {
+        Backend::claim(&self.0, key, fingerprint, fingerprint_version, lease_ttl)
     }
 
     async fn complete(
@@ -85,72 +137,75 @@ impl<C: Clock> ConformanceBackend for InMemoryBackend<C> {
         response: Response,
         expires_after: Duration,
     ) -> bool {
-        InMemoryBackend::complete(self, key, token, response, expires_after)
+        let stored = Backend::complete(&self.0, key, token, Arc::new(response), expires_after);
+        healthy(stored.await, "complete")
     }
 
     async fn release(&self, key: &str, token: &ClaimToken) -> bool {
-        InMemoryBackend::release(self, key, token)
+        healthy(Backend::release(&self.0, key, token).await, "release")
     }
 
     async fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> bool {
-        InMemoryBackend::renew(self, key, token, lease_ttl)
+        healthy(
+            Backend::renew(&self.0, key, token, lease_ttl).await,
+            "renew",
+        )
     }
 
-    fn wait_for_completion(
-        &self,
-        key: &str,
-        timeout: Duration,
-    ) -> impl Future<Output = Option<Record>> + Send {
-        let backend = self.clone();
-        let key = key.to_owned();
-        on_thread(move || InMemoryBackend::wait_for_completion(&backend, &key, timeout))
+    async fn wait_for_completion(&self, key: &str, timeout: Duration) -> Option<Record> {
+        let waited = Backend::wait_for_completion(&self.0, key, timeout).await;
+        healthy(waited, "wait_for_completion")
     }
 
-    fn get(&self, key: &str) -> Option<Record> {
-        InMemoryBackend::get(self, key)
+    async fn get(&self, key: &str) -> Option<Record> {
+        healthy(Backend::get(&self.0, key).await, "get")
     }
 
-    fn len(&self) -> usize {
-        InMemoryBackend::len(self)
+    fn now(&self) -> Instant {
+        Backend::now(&self.0)
     }
 
-    fn watched_keys(&self) -> usize {
-        InMemoryBackend::watched_keys(self)
+    fn held_records(&self) -> Option<usize> {
+        Inspect::held_records(&self.0)
+    }
+
+    fn watched_keys(&self) -> Option<usize> {
+        Inspect::watched_keys(&self.0)
     }
 }
 
-impl<C: Clock, T: Timer> ConformanceBackend for AsyncInMemoryBackend<C, T> {
-    fn claim(
+impl<B: BlockingBackend + Inspect> ConformanceBackend for Blocking<B> {
+    async fn claim(
         &self,
         key: &str,
         fingerprint: &str,
         fingerprint_version: u32,
         lease_ttl: Duration,
-    ) -> impl Future<Output = Result<Claim, Error>> + Send {
-        AsyncInMemoryBackend::claim(self, key, fingerprint, fingerprint_version, lease_ttl)
+    ) -> Result<Claim, Error> {
+        BlockingBackend::claim(&*self.0, key, fingerprint, fingerprint_version, lease_ttl)
     }
 
-    fn complete(
+    async fn complete(
         &self,
         key: &str,
         token: &ClaimToken,
         response: Response,
         expires_after: Duration,
-    ) -> impl Future<Output = bool> + Send {
-        AsyncInMemoryBackend::complete(self, key, token, response, expires_after)
+    ) -> bool {
+        let stored =
+            BlockingBackend::complete(&*self.0, key, token, Arc::new(response), expires_after);
+        healthy(stored, "complete")
     }
 
-    fn release(&self, key: &str, token: &ClaimToken) -> impl Future<Output = bool> + Send {
-        AsyncInMemoryBackend::release(self, key, token)
+    async fn release(&self, key: &str, token: &ClaimToken) -> bool {
+        healthy(BlockingBackend::release(&*self.0, key, token), "release")
     }
 
-    fn renew(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = bool> + Send {
-        AsyncInMemoryBackend::renew(self, key, token, lease_ttl)
+    async fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> bool {
+        healthy(
+            BlockingBackend::renew(&*self.0, key, token, lease_ttl),
+            "renew",
+        )
     }
 
     fn wait_for_completion(
@@ -158,18 +213,27 @@ impl<C: Clock, T: Timer> ConformanceBackend for AsyncInMemoryBackend<C, T> {
         key: &str,
         timeout: Duration,
     ) -> impl Future<Output = Option<Record>> + Send {
-        AsyncInMemoryBackend::wait_for_completion(self, key, timeout)
+        let backend = Arc::clone(&self.0);
+        let key = key.to_owned();
+        on_thread(move || {
+            let waited = BlockingBackend::wait_for_completion(&*backend, &key, timeout);
+            healthy(waited, "wait_for_completion")
+        })
     }
 
-    fn get(&self, key: &str) -> Option<Record> {
-        AsyncInMemoryBackend::get(self, key)
+    async fn get(&self, key: &str) -> Option<Record> {
+        healthy(BlockingBackend::get(&*self.0, key), "get")
     }
 
-    fn len(&self) -> usize {
-        AsyncInMemoryBackend::len(self)
+    fn now(&self) -> Instant {
+        BlockingBackend::now(&*self.0)
     }
 
-    fn watched_keys(&self) -> usize {
-        AsyncInMemoryBackend::watched_keys(self)
+    fn held_records(&self) -> Option<usize> {
+        Inspect::held_records(&*self.0)
+    }
+
+    fn watched_keys(&self) -> Option<usize> {
+        Inspect::watched_keys(&*self.0)
     }
 }

@@ -1,10 +1,8 @@
 //! The backend suite: every vector in [`vectors`] drives a backend through
-//! [`ConformanceBackend`], on every [`Target`](crate::Target).
-//!
-//! A test file runs them all with `backend_tests!(path::to::Target)`, plus
-//! `async_backend_tests!` for an [`AsyncTarget`](crate::AsyncTarget).
+//! [`ConformanceBackend`], which a backend provides through its async trait ([`Async`])
+//! or its blocking trait ([`Blocking`]).
 
 mod conformance_backend;
 pub mod vectors;
 
-pub use conformance_backend::ConformanceBackend;
+pub use conformance_backend::{Async, Blocking, ConformanceBackend, Inspect};

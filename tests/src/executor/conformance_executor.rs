@@ -2,13 +2,14 @@
 //! blocking executor and the async one.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use idemkit_core::{
-    AsyncIdempotency, Backend, Clock, Error, Event, Fingerprint, Idempotency, InMemoryBackend, Key,
-    Outcome, Policy, RunError, Timer,
+    AsyncIdempotency, Backend, BlockingBackend, Error, Event, Fingerprint, Idempotency, Key,
+    Outcome, Policy, RunError,
 };
 
-use crate::backend::ConformanceBackend;
+use crate::backend::{Async, Blocking, ConformanceBackend, Inspect};
 use crate::executor::op::{Op, OpError, play_async, play_blocking};
 
 /// What one run returns in these tests.
@@ -34,7 +35,7 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self;
 
     /// The backend it runs over.
-    fn backend(&self) -> &Self::Backend;
+    fn backend(&self) -> Self::Backend;
 
     /// The executor's policy.
     fn policy(&self) -> &Policy;
@@ -48,21 +49,21 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = RunResult> + Send;
 }
 
-impl<C: Clock> ConformanceExecutor for Idempotency<C> {
-    type Backend = InMemoryBackend<C>;
+impl<B: BlockingBackend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
+    type Backend = Blocking<B>;
 
     const CANCELS: bool = false;
 
-    fn with_policy(backend: InMemoryBackend<C>, policy: Policy) -> Result<Self, Error> {
-        Idempotency::with_policy(backend, policy)
+    fn with_policy(backend: Blocking<B>, policy: Policy) -> Result<Self, Error> {
+        Idempotency::with_policy(backend.0, policy)
     }
 
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         Idempotency::on_event(self, observer)
     }
 
-    fn backend(&self) -> &InMemoryBackend<C> {
-        Idempotency::backend(self)
+    fn backend(&self) -> Blocking<B> {
+        Blocking(Arc::clone(Idempotency::backend(self)))
     }
 
     fn policy(&self) -> &Policy {
@@ -74,25 +75,21 @@ impl<C: Clock> ConformanceExecutor for Idempotency<C> {
     }
 }
 
-impl<B, T> ConformanceExecutor for AsyncIdempotency<B, T>
-where
-    B: Backend + ConformanceBackend,
-    T: Timer + Default,
-{
-    type Backend = B;
+impl<B: Backend + Inspect + Clone> ConformanceExecutor for AsyncIdempotency<B> {
+    type Backend = Async<B>;
 
     const CANCELS: bool = true;
 
-    fn with_policy(backend: B, policy: Policy) -> Result<Self, Error> {
-        AsyncIdempotency::with_policy(backend, policy)
+    fn with_policy(backend: Async<B>, policy: Policy) -> Result<Self, Error> {
+        AsyncIdempotency::with_policy(backend.0, policy)
     }
 
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         AsyncIdempotency::on_event(self, observer)
     }
 
-    fn backend(&self) -> &B {
-        AsyncIdempotency::backend(self)
+    fn backend(&self) -> Async<B> {
+        Async(AsyncIdempotency::backend(self).clone())
     }
 
     fn policy(&self) -> &Policy {
@@ -105,8 +102,8 @@ where
         fingerprint: &Fingerprint,
         op: Op,
     ) -> impl Future<Output = RunResult> + Send {
-        // The operation sleeps on the executor's own timer, so on its runtime.
-        let timer = self.timer().clone();
+        // The operation sleeps on the backend's timer, so on its runtime.
+        let timer = AsyncIdempotency::backend(self).timer();
         AsyncIdempotency::run(self, key, fingerprint, move || play_async(op, timer))
     }
 }

@@ -1,14 +1,17 @@
-//! [`FailingBackend`]: a test double that wraps a real [`Backend`] and makes chosen
-//! operations fail on demand, so the executor's storage-error handling (issue 5 rule 5)
-//! can be driven without a real network or a full store.
+//! [`FailingBackend`]: a test double that wraps a real backend and makes chosen
+//! operations fail on demand, so the executors' storage-error handling can be driven
+//! without a real network.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Backend, Claim, ClaimToken, Error, Record, Response};
+use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Error, Record, Response, Timer};
 
-/// One of the five operations of [`Backend`] (`now` cannot fail).
+use crate::backend::Inspect;
+
+/// One of the operations of the backend traits that can fail (`get`, `now` and `timer`
+/// never do here: the vectors read state through them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operation {
     /// [`Backend::claim`].
@@ -45,20 +48,22 @@ struct Switchboard {
     failures: [AtomicUsize; Operation::COUNT],
 }
 
-/// A [`Backend`] that forwards to `inner`, except that each operation switched on with
-/// [`fail`](FailingBackend::fail) returns [`FailingBackend::ERROR`] instead, without
-/// reaching `inner`. Clones share the switches and the counts.
+/// A backend that forwards to `inner` through whichever trait it is driven by, except
+/// that each operation switched on with [`fail`](FailingBackend::fail) returns a
+/// [`Error::Storage`] instead, without reaching `inner`. Clones share the switches and
+/// the counts.
 #[derive(Clone, Debug)]
 pub struct FailingBackend<B> {
     inner: B,
     switchboard: Arc<Switchboard>,
 }
 
-impl<B: Backend> FailingBackend<B> {
-    /// The error a failing operation returns: `Full` with a capacity no real in-memory
-    /// store reports for a key it could claim, so it is recognisably this double's.
-    pub const ERROR: Error = Error::Full { max_size: 0 };
+/// The source of every failure the double reports.
+#[derive(Debug, thiserror::Error)]
+#[error("the test double failed this operation on purpose")]
+pub struct InjectedFailure;
 
+impl<B> FailingBackend<B> {
     /// `inner`, with nothing failing yet.
     pub fn new(inner: B) -> FailingBackend<B> {
         FailingBackend {
@@ -98,7 +103,7 @@ impl<B: Backend> FailingBackend<B> {
         self.switchboard.calls[index].fetch_add(1, Ordering::SeqCst);
         if self.switchboard.failing[index].load(Ordering::SeqCst) {
             self.switchboard.failures[index].fetch_add(1, Ordering::SeqCst);
-            return Err(Self::ERROR);
+            return Err(Error::storage(InjectedFailure));
         }
         Ok(())
     }
@@ -122,7 +127,7 @@ impl<B: Backend> Backend for FailingBackend<B> {
         &self,
         key: &str,
         token: &ClaimToken,
-        response: Response,
+        response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
         self.enter(Operation::Complete)?;
@@ -155,7 +160,73 @@ impl<B: Backend> Backend for FailingBackend<B> {
         self.inner.wait_for_completion(key, timeout).await
     }
 
+    async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+        self.inner.get(key).await
+    }
+
     fn now(&self) -> Instant {
-        self.inner.now()
+        Backend::now(&self.inner)
+    }
+
+    fn timer(&self) -> Arc<dyn Timer> {
+        self.inner.timer()
+    }
+}
+
+impl<B: BlockingBackend> BlockingBackend for FailingBackend<B> {
+    fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+    ) -> Result<Claim, Error> {
+        self.enter(Operation::Claim)?;
+        self.inner
+            .claim(key, fingerprint, fingerprint_version, lease_ttl)
+    }
+
+    fn complete(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        response: Arc<Response>,
+        expires_after: Duration,
+    ) -> Result<bool, Error> {
+        self.enter(Operation::Complete)?;
+        self.inner.complete(key, token, response, expires_after)
+    }
+
+    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+        self.enter(Operation::Release)?;
+        self.inner.release(key, token)
+    }
+
+    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
+        self.enter(Operation::Renew)?;
+        self.inner.renew(key, token, lease_ttl)
+    }
+
+    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
+        self.enter(Operation::Wait)?;
+        self.inner.wait_for_completion(key, timeout)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+        self.inner.get(key)
+    }
+
+    fn now(&self) -> Instant {
+        BlockingBackend::now(&self.inner)
+    }
+}
+
+impl<B: Inspect> Inspect for FailingBackend<B> {
+    fn held_records(&self) -> Option<usize> {
+        self.inner.held_records()
+    }
+
+    fn watched_keys(&self) -> Option<usize> {
+        self.inner.watched_keys()
     }
 }

@@ -1,22 +1,22 @@
 //! [`Harness`]: one executor of a [`Target`] under test, over a fresh backend of that
 //! target, with the events it reported; and [`Setup`], how a vector wants it configured.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_lite::future;
-use idemkit_core::{Clock, Error, Event, Fingerprint, Key, ManualClock, Policy};
+use idemkit_core::{Error, Event, Fingerprint, Key, ManualClock, Policy};
 
 use crate::executor::conformance_executor::{ConformanceExecutor, RunResult};
 use crate::executor::op::Op;
 use crate::runtime::Runtime;
-use crate::support;
-use crate::target::{Settings, Target};
+use crate::target::{ManualTime, Settings, Target};
 
 /// How a vector wants its executor built.
 #[derive(Clone, Debug, Default)]
 pub struct Setup {
-    /// The backend's settings (the backends' defaults unless changed).
+    /// The backend's settings (the in-memory backend's defaults unless changed).
     pub settings: Settings,
     /// The executor's policy.
     pub policy: Policy,
@@ -29,6 +29,13 @@ impl Setup {
     #[must_use]
     pub fn policy(self, policy: Policy) -> Setup {
         Setup { policy, ..self }
+    }
+
+    /// This setup with its policy changed by `change`.
+    #[must_use]
+    pub fn with_policy(self, change: impl FnOnce(Policy) -> Policy) -> Setup {
+        let policy = change(self.policy.clone());
+        self.policy(policy)
     }
 
     /// This setup with a backend of capacity `max_size`.
@@ -74,34 +81,33 @@ impl Events {
 
 /// An executor of target `T` set up as `setup`, over a fresh backend on a
 /// [`ManualClock`], and the clock to move it.
-pub fn manual<T: Target>(setup: Setup) -> (Harness<T, ManualClock>, ManualClock) {
-    let (backend, clock) = support::manual::<T>(setup.settings);
+pub fn manual<T: ManualTime>(setup: Setup) -> (Harness<T>, ManualClock) {
+    let clock = ManualClock::new();
+    let backend = T::build_on(setup.settings, clock.clone());
     let harness = Harness::over(backend, setup).expect("the setup's policy is valid");
     (harness, clock)
 }
 
-/// An executor of target `T` set up as `setup`, over a fresh backend on the target's
-/// default (real-time) clock.
-pub fn real<T: Target>(setup: Setup) -> Harness<T, T::DefaultClock> {
+/// An executor of target `T` set up as `setup`, over a fresh backend on real time.
+pub fn real<T: Target>(setup: Setup) -> Harness<T> {
     try_real::<T>(setup).expect("the setup's policy is valid")
 }
 
 /// [`real`], or the error the executor's constructor returned.
-pub fn try_real<T: Target>(setup: Setup) -> Result<Harness<T, T::DefaultClock>, Error> {
-    Harness::over(support::real::<T>(setup.settings), setup)
+pub fn try_real<T: Target>(setup: Setup) -> Result<Harness<T>, Error> {
+    Harness::over(T::build(setup.settings), setup)
 }
 
-/// One executor of target `T`, its leases on clock `C`, driven from a vector on the
-/// target's runtime.
-pub struct Harness<T: Target, C: Clock> {
-    executor: T::Executor<C>,
+/// One executor of target `T`, driven from a vector on the target's runtime.
+pub struct Harness<T: Target> {
+    executor: T::Executor,
     events: Events,
     observer_panics: bool,
 }
 
-impl<T: Target, C: Clock> Harness<T, C> {
+impl<T: Target> Harness<T> {
     /// An executor over `backend`, with the policy and observer `setup` asks for.
-    fn over(backend: T::Backend<C>, setup: Setup) -> Result<Harness<T, C>, Error> {
+    fn over(backend: T::Backend, setup: Setup) -> Result<Harness<T>, Error> {
         Harness::reporting_to(
             backend,
             setup.policy,
@@ -111,13 +117,13 @@ impl<T: Target, C: Clock> Harness<T, C> {
     }
 
     fn reporting_to(
-        backend: T::Backend<C>,
+        backend: T::Backend,
         policy: Policy,
         events: Events,
         observer_panics: bool,
-    ) -> Result<Harness<T, C>, Error> {
-        let executor = T::Executor::<C>::with_policy(backend, policy)?
-            .on_event(events.observer(observer_panics));
+    ) -> Result<Harness<T>, Error> {
+        let executor =
+            T::Executor::with_policy(backend, policy)?.on_event(events.observer(observer_panics));
         Ok(Harness {
             executor,
             events,
@@ -128,13 +134,13 @@ impl<T: Target, C: Clock> Harness<T, C> {
     /// Whether a lost lease cancels the running operation rather than only telling it
     /// (see [`ConformanceExecutor::CANCELS`]).
     pub fn cancels(&self) -> bool {
-        T::Executor::<C>::CANCELS
+        T::Executor::CANCELS
     }
 
     /// Another executor over the same backend with `policy`, reporting to the same
     /// events.
-    pub fn sibling(&self, policy: Policy) -> Harness<T, C> {
-        let backend = self.executor.backend().clone();
+    pub fn sibling(&self, policy: Policy) -> Harness<T> {
+        let backend = self.executor.backend();
         Harness::reporting_to(backend, policy, self.events.clone(), self.observer_panics)
             .expect("the sibling's policy is valid")
     }
@@ -145,7 +151,7 @@ impl<T: Target, C: Clock> Harness<T, C> {
     }
 
     /// The backend the executor runs over.
-    pub fn backend(&self) -> &T::Backend<C> {
+    pub fn backend(&self) -> T::Backend {
         self.executor.backend()
     }
 

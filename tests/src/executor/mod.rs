@@ -1,7 +1,5 @@
-//! The executor suite (issue 5): every vector in [`vectors`] drives a target's executor
-//! through a [`Harness`], on every [`Target`](crate::Target).
-//!
-//! A test file runs them all with `executor_tests!(path::to::Target)`.
+//! The executor suite: every vector in [`vectors`] drives a target's executor through a
+//! [`Harness`].
 
 mod conformance_executor;
 pub mod failing_backend;

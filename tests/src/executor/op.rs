@@ -144,7 +144,10 @@ impl Op {
 
     /// An operation reporting to `probe` that returns `status` with `body`.
     pub fn respond(probe: &Arc<Probe>, status: u16, body: &str) -> Op {
-        Op::new(probe, Answer::Respond(Response::new(status, body)))
+        Op::new(
+            probe,
+            Answer::Respond(Response::new(status, body.to_owned())),
+        )
     }
 
     /// This operation, sleeping `work` before it answers.
@@ -189,7 +192,7 @@ pub fn play_blocking(op: Op, lease: &Lease) -> Result<Response, OpError> {
 }
 
 /// Plays `op` as a future, sleeping on `timer`.
-pub async fn play_async<T: Timer>(op: Op, timer: T) -> Result<Response, OpError> {
+pub async fn play_async(op: Op, timer: Arc<dyn Timer>) -> Result<Response, OpError> {
     let flight = Flight::start(&op.probe);
     if !op.work.is_zero() {
         timer.sleep(op.work).await;

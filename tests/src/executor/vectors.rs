@@ -1,8 +1,10 @@
-//! The executor vectors (issue 5), each written once as a generic async function over a
+//! The executor vectors, each written once as a generic async function over a
 //! [`Target`], driving the target's executor through a [`Harness`].
 //!
-//! Most run on a [`ManualClock`](idemkit_core::ManualClock), so leases lapse when the
-//! vector says; the heartbeat vectors need real time and use generous margins.
+//! Most run on real time with leases no vector outlives. Those that lapse a lease need a
+//! [`ManualTime`] target, so that it lapses when the vector says; the one that fills the
+//! store needs an [`ExactCapacity`] target. The heartbeat vectors use real time with
+//! generous margins.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -11,16 +13,16 @@ use std::time::Duration;
 
 use futures_lite::FutureExt;
 use idemkit_core::{
-    Claim, Clock, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, RunError,
-    State,
+    Claim, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, Response,
+    RunError, State,
 };
 
 use crate::backend::ConformanceBackend;
 use crate::executor::conformance_executor::RunResult;
 use crate::executor::harness::{Harness, Setup, manual, real, try_real};
 use crate::executor::op::{Answer, Gate, Op, OpError, Probe};
-use crate::support;
-use crate::target::Target;
+use crate::support::{self, assert_watched, watched_is};
+use crate::target::{ExactCapacity, ManualTime, Target};
 
 /// Long enough for anything the machine should do promptly, however loaded.
 const GENEROUS: Duration = Duration::from_secs(5);
@@ -49,15 +51,17 @@ fn fingerprint(name: &str) -> Fingerprint {
     Fingerprint::new(["POST", "/charges", name])
 }
 
-fn with_policy(setup: Setup, change: impl FnOnce(&mut Policy)) -> Setup {
-    let mut policy = setup.policy.clone();
-    change(&mut policy);
-    setup.policy(policy)
+fn with_policy(setup: Setup, change: impl FnOnce(Policy) -> Policy) -> Setup {
+    setup.with_policy(change)
 }
 
 /// The token of the claim that holds `key` right now.
-fn holder<T: Target, C: Clock>(h: &Harness<T, C>, key: &Key) -> idemkit_core::ClaimToken {
-    let record = h.backend().get(key.as_str()).expect("the key is claimed");
+async fn holder<T: Target>(h: &Harness<T>, key: &Key) -> idemkit_core::ClaimToken {
+    let record = h
+        .backend()
+        .get(key.as_str())
+        .await
+        .expect("the key is claimed");
     assert_eq!(record.state(), State::Claimed);
     record.claim_token().clone()
 }
@@ -65,7 +69,7 @@ fn holder<T: Target, C: Clock>(h: &Harness<T, C>, key: &Key) -> idemkit_core::Cl
 /// A retry gets the stored response, shared with the store, and the operation does not
 /// run again.
 pub async fn a_retry_replays_without_running_again<T: Target>() {
-    let (h, _clock) = manual::<T>(Setup::default());
+    let h = real::<T>(Setup::default());
     let (key, request, probe) = (key("retry"), fingerprint("a"), Probe::new());
 
     let first = h
@@ -79,7 +83,7 @@ pub async fn a_retry_replays_without_running_again<T: Target>() {
     assert_eq!(body(&retry), b"charged");
     assert_eq!(probe.started(), 1);
 
-    let record = h.backend().get(key.as_str()).expect("stored");
+    let record = h.backend().get(key.as_str()).await.expect("stored");
     let stored = record.shared_response().expect("completed");
     assert!(
         Arc::ptr_eq(&retry.unwrap().response, stored),
@@ -132,7 +136,7 @@ pub async fn concurrent_duplicates_run_once<T: Target>() {
 /// A duplicate that arrives while the first run is in flight waits for it and replays
 /// its response.
 pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
-    let (h, _clock) = manual::<T>(Setup::default());
+    let h = real::<T>(Setup::default());
     let (key, request, probe, gate) = (key("mid-run"), fingerprint("a"), Probe::new(), Gate::new());
     let first = h.spawn(
         &key,
@@ -141,7 +145,7 @@ pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
     );
     eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "second"));
-    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
+    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
     gate.open();
 
     let (first, duplicate) = (first.await, duplicate.await);
@@ -149,17 +153,13 @@ pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
     assert_eq!(decision(&duplicate), Decision::ReplayedAfterWait);
     assert_eq!(body(&duplicate), b"first");
     assert_eq!(probe.started(), 1);
-    assert_eq!(
-        h.backend().watched_keys(),
-        0,
-        "a finished wait leaves no entry"
-    );
+    assert_watched(&h.backend(), 0);
 }
 
 /// A duplicate waiting for a run that gives the key up (a result not worth storing)
 /// claims the key itself and runs: a waiter may become the runner (rule 3).
 pub async fn a_waiting_duplicate_runs_once_the_first_releases<T: Target>() {
-    let (h, _clock) = manual::<T>(Setup::default());
+    let h = real::<T>(Setup::default());
     let (key, request, probe, gate) =
         (key("released"), fingerprint("a"), Probe::new(), Gate::new());
     let first = h.spawn(
@@ -169,7 +169,7 @@ pub async fn a_waiting_duplicate_runs_once_the_first_releases<T: Target>() {
     );
     eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 201, "second"));
-    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
+    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
     gate.open();
 
     let (first, duplicate) = (first.await, duplicate.await);
@@ -186,12 +186,11 @@ pub async fn a_waiting_duplicate_runs_once_the_first_releases<T: Target>() {
 
 /// A duplicate waiting on an owner whose lease lapses mid-wait takes the key over and
 /// runs, rather than waiting out its timeout (rule 3).
-pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: Target>() {
+pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: ManualTime>() {
     let lease = Duration::from_secs(30);
+    // A wait longer than the check below allows: waiting it out fails the vector.
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = lease;
-        // Longer than the check below allows: waiting it out fails the vector.
-        p.wait_timeout = 3 * GENEROUS;
+        p.with_lease_ttl(lease).with_wait_timeout(3 * GENEROUS)
     }));
     let (key, request, probe) = (key("lapses"), fingerprint("a"), Probe::new());
     let crashed = match h
@@ -203,7 +202,7 @@ pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: Target>() {
         other => panic!("expected a new claim, got {other:?}"),
     };
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "reclaimed"));
-    eventually::<T>("the duplicate waits", || h.backend().watched_keys() == 1).await;
+    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
     clock.advance(lease + Duration::from_secs(1));
 
     let duplicate = duplicate.await;
@@ -227,11 +226,11 @@ pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: Target>() {
 
 /// A duplicate whose wait times out is told to retry after the rest of the lease,
 /// rounded up to whole seconds.
-pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: Target>() {
+pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: ManualTime>() {
     let wait_timeout = Duration::from_millis(100);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = Duration::from_secs(30);
-        p.wait_timeout = wait_timeout;
+        p.with_lease_ttl(Duration::from_secs(30))
+            .with_wait_timeout(wait_timeout)
     }));
     let (key, request, probe, gate) =
         (key("too-long"), fingerprint("a"), Probe::new(), Gate::new());
@@ -254,7 +253,7 @@ pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: Target>() 
         other => panic!("expected InProgress, got {other:?}"),
     }
     let event = h.events().pop().expect("the duplicate's event");
-    assert_eq!(event.decision, Decision::Conflict);
+    assert_eq!(event.decision, Decision::InProgress);
     assert!(
         event.latency >= wait_timeout,
         "the duplicate answered after {:?}, without waiting {wait_timeout:?}",
@@ -274,8 +273,8 @@ pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: Target>() 
 /// The same key with another fingerprint (or fingerprint version) is refused, both
 /// once completed and while in flight, and never given the stored response.
 pub async fn another_request_with_the_key_is_refused<T: Target>() {
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.wait_timeout = Duration::from_secs(1)
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_wait_timeout(Duration::from_secs(1))
     }));
     let (a, b, probe) = (
         fingerprint("amount=100"),
@@ -293,10 +292,7 @@ pub async fn another_request_with_the_key_is_refused<T: Target>() {
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
     );
-    let v2 = h.sibling(Policy {
-        fingerprint_version: 2,
-        ..h.policy().clone()
-    });
+    let v2 = h.sibling(h.policy().clone().with_fingerprint_version(2));
     let refused = v2.run(&done, &a, Op::respond(&probe, 200, "a, v2")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
@@ -332,11 +328,11 @@ pub async fn another_request_with_the_key_is_refused<T: Target>() {
 
 /// A crashed owner (claimed on the backend, never completed) holds the key until its
 /// lease lapses; then the operation runs once, and the owner's late write is refused.
-pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: Target>() {
+pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: ManualTime>() {
     let lease = Duration::from_secs(30);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = lease;
-        p.wait_timeout = Duration::from_millis(50);
+        p.with_lease_ttl(lease)
+            .with_wait_timeout(Duration::from_millis(50))
     }));
     let (key, request, probe) = (key("crashed"), fingerprint("a"), Probe::new());
     let crashed = match h
@@ -378,8 +374,8 @@ pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: Target>() {
 
 /// A 500 is returned but not stored: the claim is released and the retry runs again.
 pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.wait_timeout = Duration::ZERO
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("five-hundred"), fingerprint("a"), Probe::new());
     for attempt in 1..=2 {
@@ -389,7 +385,7 @@ pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
         assert_eq!(decision(&result), Decision::NotCached);
         assert_eq!(result.unwrap().response.status, 500);
         assert!(
-            h.backend().get(key.as_str()).is_none(),
+            h.backend().get(key.as_str()).await.is_none(),
             "the claim was kept"
         );
         assert_eq!(probe.started(), attempt);
@@ -404,15 +400,15 @@ pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
 /// An error releases the claim: the retry runs at once.
 pub async fn an_error_releases_the_claim<T: Target>() {
     // No waiting: a claim left behind would answer InProgress at once.
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.wait_timeout = Duration::ZERO
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("error"), fingerprint("a"), Probe::new());
     let failed = h
         .run(&key, &request, Op::new(&probe, Answer::Fail("declined")))
         .await;
     assert!(
-        matches!(&failed, Err(RunError::Handler(OpError("declined")))),
+        matches!(&failed, Err(RunError::HandlerFailed(OpError("declined")))),
         "{failed:?}"
     );
     let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
@@ -432,8 +428,8 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 
 /// A panic releases the claim and continues to the caller: the retry runs at once.
 pub async fn a_panic_releases_the_claim<T: Target>() {
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.wait_timeout = Duration::ZERO
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("panic"), fingerprint("a"), Probe::new());
     let panicked = AssertUnwindSafe(h.run(
@@ -446,7 +442,7 @@ pub async fn a_panic_releases_the_claim<T: Target>() {
     let payload = panicked.expect_err("the panic reaches the caller");
     assert_eq!(panic_message(payload.as_ref()), "op exploded");
     assert!(
-        h.backend().get(key.as_str()).is_none(),
+        h.backend().get(key.as_str()).await.is_none(),
         "the claim was kept"
     );
 
@@ -463,9 +459,9 @@ pub async fn heartbeats_keep_a_slow_run_claimed<T: Target>() {
     // Renewed every 200 ms: a beat may run up to 400 ms late on a loaded machine
     // before the lease lapses.
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = Duration::from_millis(600);
-        p.heartbeat = Heartbeat::Auto;
-        p.wait_timeout = GENEROUS;
+        p.with_lease_ttl(Duration::from_millis(600))
+            .with_heartbeat(Heartbeat::Auto)
+            .with_wait_timeout(GENEROUS)
     }));
     let (key, request, probe) = (key("slow"), fingerprint("a"), Probe::new());
     let slow = Op::respond(&probe, 200, "slow").working(Duration::from_millis(1_500));
@@ -489,8 +485,8 @@ pub async fn heartbeats_keep_a_slow_run_claimed<T: Target>() {
 /// nothing is stored.
 pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = Duration::from_millis(300);
-        p.heartbeat = Heartbeat::Auto;
+        p.with_lease_ttl(Duration::from_millis(300))
+            .with_heartbeat(Heartbeat::Auto)
     }));
     let (key, request, probe, gate) = (key("lost"), fingerprint("a"), Probe::new(), Gate::new());
     let run = h.spawn(
@@ -499,7 +495,7 @@ pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
         Op::respond(&probe, 200, "lost").held_by(&gate),
     );
     eventually::<T>("the run started", || probe.started() == 1).await;
-    let token = holder(&h, &key);
+    let token = holder(&h, &key).await;
     assert!(h.backend().release(key.as_str(), &token).await);
 
     let result = run.await;
@@ -513,7 +509,7 @@ pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
     }
     gate.open();
     assert!(
-        h.backend().get(key.as_str()).is_none(),
+        h.backend().get(key.as_str()).await.is_none(),
         "a result was stored"
     );
     assert_eq!(
@@ -528,11 +524,10 @@ pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
 
 /// When another executor takes the key over mid-run, the run's response is returned but
 /// not stored, and the new owner keeps the key.
-pub async fn a_run_taken_over_returns_its_response_unstored<T: Target>() {
+pub async fn a_run_taken_over_returns_its_response_unstored<T: ManualTime>() {
     let lease = Duration::from_secs(30);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.lease_ttl = lease;
-        p.heartbeat = Heartbeat::Off;
+        p.with_lease_ttl(lease).with_heartbeat(Heartbeat::Off)
     }));
     let (key, request, probe, gate) = (key("taken"), fingerprint("a"), Probe::new(), Gate::new());
     let run = h.spawn(
@@ -558,27 +553,31 @@ pub async fn a_run_taken_over_returns_its_response_unstored<T: Target>() {
     let record = h
         .backend()
         .get(key.as_str())
+        .await
         .expect("the successor's claim");
     assert_eq!(record.state(), State::Claimed);
     assert_eq!(record.claim_token(), &successor);
 }
 
 /// A full store refuses under FailClosed, and runs unprotected under FailOpen.
-pub async fn a_full_store_fails_closed_or_open<T: Target>() {
-    let (closed, _clock) = manual::<T>(Setup::default().max_size(0));
+pub async fn a_full_store_fails_closed_or_open<T: ExactCapacity>() {
+    let closed = real::<T>(Setup::default().max_size(0));
     let (key, request, probe) = (key("full"), fingerprint("a"), Probe::new());
     let refused = closed
         .run(&key, &request, Op::respond(&probe, 200, "x"))
         .await;
     assert!(
-        matches!(refused, Err(RunError::Storage(Error::Full { max_size: 0 }))),
+        matches!(
+            refused,
+            Err(RunError::StorageFailed(Error::Full { max_size: 0 }))
+        ),
         "{refused:?}"
     );
     assert_eq!(probe.started(), 0);
-    assert_eq!(closed.events()[0].decision, Decision::StorageError);
+    assert_eq!(closed.events()[0].decision, Decision::StorageFailed);
 
-    let (open, _clock) = manual::<T>(with_policy(Setup::default().max_size(0), |p| {
-        p.on_storage_error = OnStorageError::FailOpen;
+    let open = real::<T>(with_policy(Setup::default().max_size(0), |p| {
+        p.with_on_storage_error(OnStorageError::FailOpen)
     }));
     for attempt in 1..=2 {
         let ran = open
@@ -591,7 +590,10 @@ pub async fn a_full_store_fails_closed_or_open<T: Target>() {
     let failed = open
         .run(&key, &request, Op::new(&probe, Answer::Fail("nope")))
         .await;
-    assert!(matches!(failed, Err(RunError::Handler(_))), "{failed:?}");
+    assert!(
+        matches!(failed, Err(RunError::HandlerFailed(_))),
+        "{failed:?}"
+    );
     let decisions: Vec<_> = open.events().iter().map(|e| e.decision).collect();
     assert_eq!(
         decisions,
@@ -606,7 +608,9 @@ pub async fn a_full_store_fails_closed_or_open<T: Target>() {
 /// Each run reports exactly one event, with its decision, the hashed key, the
 /// fingerprint version and its latency, and never the raw key.
 pub async fn every_run_reports_one_event_without_the_raw_key<T: Target>() {
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| p.fingerprint_version = 7));
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_fingerprint_version(7)
+    }));
     let raw = "raw-client-key-8c1f-do-not-log";
     let other_raw = "another-raw-client-key-3e7a";
     let (key, other) = (
@@ -653,7 +657,7 @@ pub async fn every_run_reports_one_event_without_the_raw_key<T: Target>() {
 
 /// An observer that panics changes nothing about the runs it observes.
 pub async fn a_panicking_observer_does_not_break_the_run<T: Target>() {
-    let (h, _clock) = manual::<T>(Setup::default().panicking_observer());
+    let h = real::<T>(Setup::default().panicking_observer());
     let (key, request, probe) = (key("observer"), fingerprint("a"), Probe::new());
     let first = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
     assert_eq!(decision(&first), Decision::New);
@@ -669,10 +673,18 @@ pub async fn a_panicking_observer_does_not_break_the_run<T: Target>() {
 /// A heartbeat interval that is not shorter than the lease is refused, with the reason.
 pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
     let lease = Duration::from_secs(3);
-    for every in [lease, lease * 2, Duration::ZERO] {
+    // Not shorter than the lease, zero, or under the floor (it would spin on the store).
+    let under_the_floor = Heartbeat::MIN_INTERVAL - Duration::from_nanos(1);
+    for every in [
+        lease,
+        lease * 2,
+        Duration::ZERO,
+        Duration::from_nanos(1),
+        under_the_floor,
+    ] {
         let setup = with_policy(Setup::default(), |p| {
-            p.lease_ttl = lease;
-            p.heartbeat = Heartbeat::Every(every);
+            p.with_lease_ttl(lease)
+                .with_heartbeat(Heartbeat::Every(every))
         });
         match try_real::<T>(setup) {
             Err(Error::InvalidPolicy(why)) => assert!(why.contains("heartbeat"), "{why}"),
@@ -680,18 +692,55 @@ pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
             Ok(_) => panic!("a heartbeat every {every:?} on a {lease:?} lease was accepted"),
         }
     }
+    // Auto on a lease too short for the floor is refused too: 3 ns would renew every 1 ns.
+    let tiny = with_policy(Setup::default(), |p| {
+        p.with_lease_ttl(Duration::from_nanos(3))
+            .with_heartbeat(Heartbeat::Auto)
+    });
+    assert!(matches!(try_real::<T>(tiny), Err(Error::InvalidPolicy(_))));
     let fine = with_policy(Setup::default(), |p| {
-        p.lease_ttl = lease;
-        p.heartbeat = Heartbeat::Every(lease / 2);
+        p.with_lease_ttl(lease)
+            .with_heartbeat(Heartbeat::Every(lease / 2))
     });
     assert!(try_real::<T>(fine).is_ok());
+}
+
+/// A `cacheable` predicate that panics is the run's panic: the claim is released, the
+/// run reports exactly one event (`HandlerFailed`), and the panic reaches the caller.
+pub async fn a_panicking_cacheable_predicate_releases_and_reports_one_event<T: Target>() {
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_cacheable(|response: &Response| {
+            assert_ne!(response.status, 299, "the predicate exploded");
+            true
+        })
+    }));
+    let (key, request, probe) = (key("predicate"), fingerprint("a"), Probe::new());
+    let panicked = AssertUnwindSafe(h.run(&key, &request, Op::respond(&probe, 299, "odd")))
+        .catch_unwind()
+        .await;
+    let payload = panicked.expect_err("the predicate's panic reaches the caller");
+    assert!(
+        panic_message(payload.as_ref()).contains("the predicate exploded"),
+        "{}",
+        panic_message(payload.as_ref())
+    );
+    assert!(
+        h.backend().get(key.as_str()).await.is_none(),
+        "the claim was kept"
+    );
+    let decisions: Vec<_> = h.events().iter().map(|e| e.decision).collect();
+    assert_eq!(decisions, [Decision::HandlerFailed]);
+
+    let retry = h.run(&key, &request, Op::respond(&probe, 200, "ok")).await;
+    assert_eq!(decision(&retry), Decision::New);
+    assert_eq!(probe.started(), 2);
 }
 
 /// A run dropped mid-operation (async only) releases its claim, so the retry runs at
 /// once. Does nothing for the blocking executor, whose runs cannot be dropped.
 pub async fn a_dropped_run_releases_its_claim<T: Target>() {
-    let (h, _clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.wait_timeout = Duration::ZERO
+    let h = real::<T>(with_policy(Setup::default(), |p| {
+        p.with_wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe, gate) = (key("dropped"), fingerprint("a"), Probe::new(), Gate::new());
     let op = Op::respond(&probe, 200, "never").held_by(&gate);
@@ -704,7 +753,7 @@ pub async fn a_dropped_run_releases_its_claim<T: Target>() {
     assert_eq!(probe.started(), 1);
     assert_eq!(probe.dropped(), 1);
     assert!(
-        h.backend().get(key.as_str()).is_none(),
+        h.backend().get(key.as_str()).await.is_none(),
         "the claim was kept"
     );
     assert!(h.events().is_empty(), "a dropped run reports nothing");

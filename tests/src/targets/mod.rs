@@ -1,21 +1,25 @@
-//! The three targets: the blocking backend and executor on threads, and the async ones
-//! with tokio's timer on a multi-thread tokio runtime or with smol's on smol.
+//! The targets this repository runs the suite against: the in-memory backend through its
+//! blocking trait on threads and through its async trait on tokio and on smol, and the
+//! [`MutexMap`](crate::mutex_map::MutexMap) backend written outside the core, through
+//! both traits.
 
-mod async_in_memory;
-mod blocking;
+mod in_memory;
+mod mutex_map;
 
 use idemkit_smol::SmolTimer;
 use idemkit_tokio::TokioTimer;
 
 use crate::runtimes::{SmolRuntime, TokioRuntime};
 
-pub use self::async_in_memory::AsyncInMemory;
-pub use self::blocking::Blocking;
+pub use self::in_memory::{InMemoryAsync, InMemoryBlocking};
+pub use self::mutex_map::{MutexMapAsync, MutexMapBlocking};
 
-/// The tokio backend and executor, `idemkit_tokio::{InMemoryBackend, Idempotency}`, on
-/// a multi-thread tokio runtime.
-pub type Tokio = AsyncInMemory<TokioTimer, TokioRuntime>;
+/// The in-memory backend through its async trait, on tokio's timer and a multi-thread
+/// tokio runtime.
+pub type InMemoryTokio = InMemoryAsync<TokioTimer, TokioRuntime>;
 
-/// The smol backend and executor, `idemkit_smol::{InMemoryBackend, Idempotency}`, on
-/// smol.
-pub type Smol = AsyncInMemory<SmolTimer, SmolRuntime>;
+/// The in-memory backend through its async trait, on smol's timer and smol.
+pub type InMemorySmol = InMemoryAsync<SmolTimer, SmolRuntime>;
+
+/// The `MutexMap` backend through its async trait, on a multi-thread tokio runtime.
+pub type MutexMapTokio = MutexMapAsync<TokioRuntime>;

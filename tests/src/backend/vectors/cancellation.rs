@@ -1,5 +1,5 @@
-//! Async backends only: a `wait_for_completion` future dropped mid-wait leaves nothing
-//! behind and blocks nobody.
+//! Backends driven through their async trait: a `wait_for_completion` future dropped
+//! mid-wait leaves nothing behind and blocks nobody.
 
 use std::time::Duration;
 
@@ -7,13 +7,15 @@ use futures_lite::future;
 
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
-use crate::support::{FINGERPRINT, LONG, PATIENT, eventually, expect_new, real, response};
-use crate::target::{AsyncTarget, Settings};
+use crate::support::{
+    FINGERPRINT, LONG, PATIENT, assert_watched, eventually, expect_new, real, response, watched_is,
+};
+use crate::target::{Settings, Target};
 
 /// Waits raced against a short sleep and dropped when it wins, on a watched key and on a
 /// key nobody else watches, leave only the remaining waiter's entry, and that waiter is
 /// still woken by the completion.
-pub async fn dropped_waits_do_not_block_or_leak<T: AsyncTarget>() {
+pub async fn dropped_waits_do_not_block_or_leak<T: Target>() {
     let backend = real::<T>(Settings::default());
     let kept = expect_new(backend.claim("kept", FINGERPRINT, 1, LONG).await.unwrap());
     expect_new(backend.claim("lonely", FINGERPRINT, 1, LONG).await.unwrap());
@@ -23,7 +25,7 @@ pub async fn dropped_waits_do_not_block_or_leak<T: AsyncTarget>() {
         T::Runtime::spawn(async move { backend.wait_for_completion("kept", PATIENT).await })
     };
     eventually::<T::Runtime>("the remaining waiter is parked", PATIENT, || {
-        backend.watched_keys() == 1
+        watched_is(&backend, 1)
     })
     .await;
 
@@ -51,11 +53,7 @@ pub async fn dropped_waits_do_not_block_or_leak<T: AsyncTarget>() {
             "the sleep wins; the wait is dropped mid-wait"
         );
     }
-    assert_eq!(
-        backend.watched_keys(),
-        1,
-        "only the remaining waiter's key is watched"
-    );
+    assert_watched(&backend, 1);
 
     assert!(
         backend
@@ -64,5 +62,5 @@ pub async fn dropped_waits_do_not_block_or_leak<T: AsyncTarget>() {
     );
     let record = remaining.await.expect("the remaining waiter still wakes");
     assert_eq!(record.response(), Some(&response("kept")));
-    assert_eq!(backend.watched_keys(), 0);
+    assert_watched(&backend, 0);
 }

@@ -15,19 +15,20 @@ use idemkit_core::{Record, State};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, eventually, expect_new, expect_reclaimed, manual, real, response,
+    FINGERPRINT, LONG, PATIENT, assert_watched, eventually, expect_new, expect_reclaimed, real,
+    response,
 };
 use crate::target::{Settings, Target};
 
 /// How long waiters sit before the event, so that their poll has backed off past 750 ms.
-const SETTLE: Duration = Duration::from_millis(800);
+pub(crate) const SETTLE: Duration = Duration::from_millis(800);
 
 /// The most a notified waiter may take to return, on a noisy shared machine.
-const PROMPT: Duration = Duration::from_millis(500);
+pub(crate) const PROMPT: Duration = Duration::from_millis(500);
 
 /// Spawns `count` waiters on `key`, each returning its result and when it returned, and
 /// waits until all have started and the key is watched.
-async fn spawn_waiters<T: Target, B: ConformanceBackend>(
+pub(crate) async fn spawn_waiters<T: Target, B: ConformanceBackend>(
     backend: &B,
     key: &'static str,
     count: usize,
@@ -45,7 +46,8 @@ async fn spawn_waiters<T: Target, B: ConformanceBackend>(
         })
         .collect();
     eventually::<T::Runtime>("every waiter has started", PATIENT, || {
-        started.load(Ordering::SeqCst) == count && backend.watched_keys() >= 1
+        started.load(Ordering::SeqCst) == count
+            && backend.watched_keys().is_none_or(|watched| watched >= 1)
     })
     .await;
     waiters
@@ -65,7 +67,7 @@ pub async fn two_hundred_waiters_all_wake_on_one_completion<T: Target>() {
             .complete("k", &token, response("receipt"), LONG)
             .await
     );
-    let stored = backend.get("k").unwrap();
+    let stored = backend.get("k").await.unwrap();
     let stored = stored.shared_response().unwrap();
     let mut slowest = Duration::ZERO;
     for waiter in waiters {
@@ -80,7 +82,7 @@ pub async fn two_hundred_waiters_all_wake_on_one_completion<T: Target>() {
         slowest < PROMPT,
         "the last waiter woke {slowest:?} after the completion"
     );
-    assert_eq!(backend.watched_keys(), 0);
+    assert_watched(&backend, 0);
 }
 
 /// Waits that time out leave no waiter entry behind and do not stop a remaining waiter on
@@ -108,11 +110,7 @@ pub async fn abandoned_waits_do_not_block_or_leak<T: Target>() {
             "nothing completed; the wait timed out"
         );
     }
-    assert_eq!(
-        backend.watched_keys(),
-        1,
-        "only the remaining waiter's key is watched"
-    );
+    assert_watched(&backend, 1);
 
     assert!(
         backend
@@ -123,7 +121,7 @@ pub async fn abandoned_waits_do_not_block_or_leak<T: Target>() {
         let (record, _) = waiter.await;
         assert_eq!(record.unwrap().response(), Some(&response("kept")));
     }
-    assert_eq!(backend.watched_keys(), 0);
+    assert_watched(&backend, 0);
 }
 
 /// A wait on a claim whose owner crashed (it never completes or releases) returns `None`
@@ -155,7 +153,7 @@ pub async fn wait_on_a_crashed_owner_returns_once_the_lease_lapses<T: Target>() 
         elapsed < Duration::from_secs(10),
         "returned only after {elapsed:?}"
     );
-    assert_eq!(backend.watched_keys(), 0);
+    assert_watched(&backend, 0);
 
     let next = expect_reclaimed(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
     assert_ne!(next, crashed);
@@ -180,45 +178,6 @@ pub async fn release_wakes_waiters_with_none_at_once<T: Target>() {
             "a waiter woke {elapsed:?} after the release"
         );
     }
-    assert_eq!(backend.watched_keys(), 0);
+    assert_watched(&backend, 0);
     expect_new(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
-}
-
-/// A waiter follows a reclaim: its owner's lease lapses (by a `ManualClock`), another
-/// claim reclaims the key and completes it, and the waiter returns that new claim's
-/// result, promptly after the completion, rather than `None` for the lapse.
-///
-/// A poll landing between the lapse and the reclaim would see a lapsed lease and rightly
-/// return `None`; so the waiter first settles (its next poll is then far off) and the
-/// lapse and the reclaim happen back to back, leaving the reclaim's wake-up to find a
-/// live claim again.
-pub async fn a_waiter_follows_a_reclaim_to_the_new_claims_result<T: Target>() {
-    let (backend, clock) = manual::<T>(Settings::default());
-    let lease = Duration::from_secs(10);
-    let crashed = expect_new(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
-    let waiters = spawn_waiters::<T, _>(&backend, "k", 1).await;
-    T::Runtime::sleep(SETTLE).await;
-
-    clock.advance(lease + Duration::from_secs(1));
-    let token = expect_reclaimed(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
-    assert_ne!(token, crashed);
-    let completed = Instant::now();
-    assert!(
-        backend
-            .complete("k", &token, response("second try"), LONG)
-            .await
-    );
-    for waiter in waiters {
-        let (record, returned) = waiter.await;
-        let record = record.expect("the waiter gets the new claim's result");
-        assert_eq!(record.state(), State::Completed);
-        assert_eq!(record.claim_token(), &token);
-        assert_eq!(record.response(), Some(&response("second try")));
-        let elapsed = returned.saturating_duration_since(completed);
-        assert!(
-            elapsed < PROMPT,
-            "the waiter woke {elapsed:?} after the completion"
-        );
-    }
-    assert_eq!(backend.watched_keys(), 0);
 }

@@ -1,0 +1,376 @@
+//! The backend traits: what an executor needs from a store, for async code
+//! ([`Backend`]) and for blocking code ([`BlockingBackend`]), and [`DynBackend`], an async
+//! backend chosen at run time.
+//!
+//! Both traits have the same six operations with the same meaning, those of
+//! [`Store`](crate::Store) plus a wait: claim, complete, release, renew, wait for
+//! completion, get. Every one is fallible, so a networked store reports a lost connection
+//! as [`Error::Storage`](crate::Error::Storage) and the executor's
+//! [`OnStorageError`](crate::OnStorageError) decides. [`InMemoryBackend`](crate::InMemoryBackend)
+//! implements both; the conformance suite in this repository's `tests/` checks any other.
+//!
+//! What a backend promises:
+//!
+//! - `claim` is atomic: of all concurrent claims of a free key, exactly one gets
+//!   [`Claim::New`]. A claim whose lease lapsed (`lease_until < now`, by the backend's
+//!   clock) is taken over as [`Claim::Reclaimed`] with a fresh token.
+//! - `complete`, `release` and `renew` act only for the token that holds the claim, and
+//!   say `Ok(false)` otherwise (fencing). A completed record is final until it expires.
+//! - A lapsed claim is kept for the backend's reclaim grace, then dropped; a completed
+//!   record is dropped once `completed_at + expires_after` has passed.
+//! - `wait_for_completion` returns the completed record as soon as it lands; `None` at
+//!   once when there is no record or the owner's lease has lapsed, as soon as the key is
+//!   released, or when the timeout runs out. Waiters are woken by the completion, not by
+//!   a poll, and a reclaim makes them watch the new claim.
+
+mod dynamic;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::claim::Claim;
+use crate::error::Error;
+use crate::record::Record;
+use crate::response::Response;
+use crate::rt::Timer;
+use crate::token::ClaimToken;
+
+pub use self::dynamic::DynBackend;
+
+/// An idempotency store for async code: what [`AsyncIdempotency`](crate::AsyncIdempotency)
+/// runs on.
+///
+/// A backend of your own only has to answer each operation; the executor does the rest.
+/// Here, one that counts the claims it passes to the in-memory backend:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::time::{Duration, Instant};
+/// use idemkit_core::{
+///     AsyncIdempotency, Backend, Claim, ClaimToken, Error, Fingerprint, InMemoryBackend,
+///     Key, Record, Response, Timer,
+/// };
+///
+/// #[derive(Clone, Default)]
+/// struct Counting {
+///     inner: InMemoryBackend,
+///     claims: Arc<AtomicUsize>,
+/// }
+///
+/// impl Backend for Counting {
+///     async fn claim(&self, key: &str, fingerprint: &str, version: u32, lease_ttl: Duration)
+///         -> Result<Claim, Error>
+///     {
+///         self.claims.fetch_add(1, Ordering::Relaxed);
+///         self.inner.claim(key, fingerprint, version, lease_ttl)
+///     }
+///     async fn complete(&self, key: &str, token: &ClaimToken, response: Arc<Response>, ttl: Duration)
+///         -> Result<bool, Error>
+///     {
+///         Ok(self.inner.complete(key, token, response, ttl))
+///     }
+///     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+///         Ok(self.inner.release(key, token))
+///     }
+///     async fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
+///         Ok(self.inner.renew(key, token, lease_ttl))
+///     }
+///     async fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
+///         Ok(self.inner.wait_for_completion(key, timeout).await)
+///     }
+///     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+///         Ok(self.inner.get(key))
+///     }
+///     fn now(&self) -> Instant {
+///         self.inner.now()
+///     }
+///     fn timer(&self) -> Arc<dyn Timer> {
+///         self.inner.timer()
+///     }
+/// }
+///
+/// let backend = Counting::default();
+/// let idempotency = AsyncIdempotency::new(backend.clone());
+/// let (key, request) = (Key::new(["k"]), Fingerprint::new(["r"]));
+/// futures_lite::future::block_on(async {
+///     for _ in 0..3 {
+///         idempotency.run(&key, &request, || async { Ok::<_, Error>(Response::new(200, "ok")) }).await.unwrap();
+///     }
+/// });
+/// assert_eq!(backend.claims.load(Ordering::Relaxed), 3, "one claim per run; two were replays");
+/// ```
+pub trait Backend: Send + Sync + 'static {
+    /// Claims `key` for a request with this fingerprint, under a lease of `lease_ttl`:
+    /// see [`Store::claim`](crate::Store::claim).
+    fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+    ) -> impl Future<Output = Result<Claim, Error>> + Send;
+
+    /// Stores `response` for the claim `token` holds, replayed for `expires_after`, and
+    /// wakes the key's waiters. `Ok(false)` when the token no longer holds the key: see
+    /// [`Store::complete`](crate::Store::complete).
+    fn complete(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        response: Arc<Response>,
+        expires_after: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Gives the key up and wakes its waiters; `Ok(false)` when the token does not hold
+    /// it: see [`Store::release`](crate::Store::release).
+    fn release(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Extends the lease `token` holds to `lease_ttl` from now; `Ok(false)` when the claim
+    /// is gone or another's: see [`Store::renew`](crate::Store::renew).
+    fn renew(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Waits up to `timeout` (on [`Backend::timer`]) for `key` to complete: the completed
+    /// record; or `None` at once for no record or a lapsed lease, as soon as the key is
+    /// released, or once the timeout runs out.
+    fn wait_for_completion(
+        &self,
+        key: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Option<Record>, Error>> + Send;
+
+    /// The record of `key`, unless there is none or it is gone (an expired result, or a
+    /// lapsed claim past the reclaim grace).
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, Error>> + Send;
+
+    /// The instant the backend judges leases by, on the clock [`Record::lease_until`] is
+    /// read against. The executor reads it before each claim, to know until when a lease
+    /// is surely held, and to tell a refused duplicate how long the lease in flight has
+    /// left. A networked backend returns its best local estimate of its server's clock.
+    fn now(&self) -> Instant;
+
+    /// The timer the backend's waits run on. The async executor paces its heartbeats and
+    /// measures its waits with it, so that both follow the same (possibly paused) time.
+    fn timer(&self) -> Arc<dyn Timer>;
+}
+
+/// An idempotency store for blocking code: what [`Idempotency`](crate::Idempotency) runs
+/// on. The operations and their meaning are [`Backend`]'s; they block the calling thread
+/// until answered. The trait is object safe, so `Arc<dyn BlockingBackend>` is a backend
+/// chosen at run time.
+///
+/// A backend of your own, here one that refuses keys over a length limit before asking
+/// the in-memory backend:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::{Duration, Instant};
+/// use idemkit_core::{
+///     BlockingBackend, Claim, ClaimToken, Error, Fingerprint, Idempotency, InMemoryBackend,
+///     Key, Record, Response, RunError,
+/// };
+///
+/// struct ShortKeysOnly(InMemoryBackend);
+///
+/// impl BlockingBackend for ShortKeysOnly {
+///     fn claim(&self, key: &str, fingerprint: &str, version: u32, lease_ttl: Duration)
+///         -> Result<Claim, Error>
+///     {
+///         if key.len() > 64 {
+///             return Err(Error::KeyTooLong { len: key.len() });
+///         }
+///         self.0.claim(key, fingerprint, version, lease_ttl)
+///     }
+///     fn complete(&self, key: &str, token: &ClaimToken, response: Arc<Response>, ttl: Duration)
+///         -> Result<bool, Error>
+///     {
+///         Ok(self.0.complete(key, token, response, ttl))
+///     }
+///     fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+///         Ok(self.0.release(key, token))
+///     }
+///     fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
+///         Ok(self.0.renew(key, token, lease_ttl))
+///     }
+///     fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
+///         Ok(self.0.wait_for_completion_blocking(key, timeout))
+///     }
+///     fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+///         Ok(self.0.get(key))
+///     }
+///     fn now(&self) -> Instant {
+///         self.0.now()
+///     }
+/// }
+///
+/// // Chosen at run time: the executor holds a trait object.
+/// let backend: Arc<dyn BlockingBackend> = Arc::new(ShortKeysOnly(InMemoryBackend::new()));
+/// let idempotency = Idempotency::new(backend);
+/// let outcome = idempotency.run(&Key::new(["k"]), &Fingerprint::new(["r"]), |_lease| {
+///     Ok::<_, std::io::Error>(Response::new(201, "made"))
+/// })?;
+/// assert_eq!(outcome.response.status, 201);
+/// # Ok::<(), RunError<std::io::Error>>(())
+/// ```
+pub trait BlockingBackend: Send + Sync + 'static {
+    /// Claims `key`: see [`Backend::claim`].
+    fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+    ) -> Result<Claim, Error>;
+
+    /// Stores the response for the claim `token` holds: see [`Backend::complete`].
+    fn complete(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        response: Arc<Response>,
+        expires_after: Duration,
+    ) -> Result<bool, Error>;
+
+    /// Gives the key up: see [`Backend::release`].
+    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error>;
+
+    /// Extends the lease `token` holds: see [`Backend::renew`].
+    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error>;
+
+    /// Blocks until `key` completes, for at most `timeout` of real time: see
+    /// [`Backend::wait_for_completion`].
+    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error>;
+
+    /// The record of `key`: see [`Backend::get`].
+    fn get(&self, key: &str) -> Result<Option<Record>, Error>;
+
+    /// The instant the backend judges leases by: see [`Backend::now`].
+    fn now(&self) -> Instant;
+}
+
+impl<B: Backend> Backend for Arc<B> {
+    fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+    ) -> impl Future<Output = Result<Claim, Error>> + Send {
+        (**self).claim(key, fingerprint, fingerprint_version, lease_ttl)
+    }
+
+    fn complete(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        response: Arc<Response>,
+        expires_after: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send {
+        (**self).complete(key, token, response, expires_after)
+    }
+
+    fn release(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+    ) -> impl Future<Output = Result<bool, Error>> + Send {
+        (**self).release(key, token)
+    }
+
+    fn renew(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send {
+        (**self).renew(key, token, lease_ttl)
+    }
+
+    fn wait_for_completion(
+        &self,
+        key: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
+        (**self).wait_for_completion(key, timeout)
+    }
+
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
+        (**self).get(key)
+    }
+
+    fn now(&self) -> Instant {
+        (**self).now()
+    }
+
+    fn timer(&self) -> Arc<dyn Timer> {
+        (**self).timer()
+    }
+}
+
+/// Forwards every operation to the backend behind a pointer.
+macro_rules! forward_blocking {
+    ($($pointer:ident),*) => {$(
+        impl<B: BlockingBackend + ?Sized> BlockingBackend for $pointer<B> {
+            fn claim(
+                &self,
+                key: &str,
+                fingerprint: &str,
+                fingerprint_version: u32,
+                lease_ttl: Duration,
+            ) -> Result<Claim, Error> {
+                (**self).claim(key, fingerprint, fingerprint_version, lease_ttl)
+            }
+
+            fn complete(
+                &self,
+                key: &str,
+                token: &ClaimToken,
+                response: Arc<Response>,
+                expires_after: Duration,
+            ) -> Result<bool, Error> {
+                (**self).complete(key, token, response, expires_after)
+            }
+
+            fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+                (**self).release(key, token)
+            }
+
+            fn renew(
+                &self,
+                key: &str,
+                token: &ClaimToken,
+                lease_ttl: Duration,
+            ) -> Result<bool, Error> {
+                (**self).renew(key, token, lease_ttl)
+            }
+
+            fn wait_for_completion(
+                &self,
+                key: &str,
+                timeout: Duration,
+            ) -> Result<Option<Record>, Error> {
+                (**self).wait_for_completion(key, timeout)
+            }
+
+            fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+                (**self).get(key)
+            }
+
+            fn now(&self) -> Instant {
+                (**self).now()
+            }
+        }
+    )*};
+}
+
+forward_blocking!(Arc, Box);

@@ -1,0 +1,260 @@
+//! [`RunLoop`]: one run of an executor as a state machine, written once for the blocking
+//! and the async executor.
+//!
+//! The loop asks for one I/O step at a time ([`Step`]); the executor performs it (a
+//! blocking call, or an await) and hands the result back. Claim, wait, claim again after
+//! a release or a lapse, run, store or release, and what to report: all of it is decided
+//! here, from the pure decisions in `decide`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::claim::Claim;
+use crate::error::Error;
+use crate::exec::decide::{self, AfterWait, LeaseTracker, Next};
+use crate::exec::observer::Panic;
+use crate::exec::outcome::{Decision, Outcome, RunError};
+use crate::exec::policy::{OnStorageError, Policy};
+use crate::key::Fingerprint;
+use crate::memory::wait::{deadline_after, remaining};
+use crate::record::Record;
+use crate::response::Response;
+use crate::token::ClaimToken;
+
+/// The I/O a run asks its executor for next.
+#[derive(Debug)]
+pub(crate) enum Step<E> {
+    /// Read the backend's clock, then claim the key; hand both to [`RunLoop::claimed`].
+    Claim,
+    /// Wait up to `timeout` for the key to complete; hand the result to
+    /// [`RunLoop::waited`].
+    Wait { timeout: Duration },
+    /// Run the operation under `claim` (with a heartbeat), or without one (`None`: a
+    /// storage failure under `FailOpen`); hand the result to [`RunLoop::ran`].
+    Run(Option<Held>),
+    /// Store `response` for the claim `token` holds; hand the result to
+    /// [`RunLoop::completed`].
+    Complete {
+        token: ClaimToken,
+        response: Arc<Response>,
+    },
+    /// Release the claim `token` holds (a refusal or failure changes nothing); then call
+    /// [`RunLoop::released`].
+    Release { token: ClaimToken },
+    /// The run is over.
+    Done(Finished<E>),
+}
+
+/// The claim an operation runs under.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) token: ClaimToken,
+    /// What the heartbeat knows about the lease.
+    pub(crate) lease: LeaseTracker,
+    /// How often to renew it; `None` for no heartbeat.
+    pub(crate) interval: Option<Duration>,
+}
+
+/// How the operation ended, as the executor saw it.
+pub(crate) enum Ran<E> {
+    /// It returned.
+    Returned(Result<Response, E>),
+    /// It panicked; the panic is resumed once the claim is released.
+    Panicked(Panic),
+    /// The heartbeat could not renew the lease: its result (if any) must not be stored.
+    LeaseLost,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) enum Finished<E> {
+    /// With a response.
+    Outcome(Outcome),
+    /// With an error.
+    Error(RunError<E>),
+    /// With the operation's panic (or the `cacheable` predicate's), to be resumed.
+    Panicked(Panic),
+}
+
+impl<E> Finished<E> {
+    /// The decision the run's event reports.
+    pub(crate) fn decision(&self) -> Decision {
+        match self {
+            Finished::Outcome(outcome) => outcome.decision,
+            Finished::Error(error) => error.decision(),
+            Finished::Panicked(_) => Decision::HandlerFailed,
+        }
+    }
+}
+
+impl<E> From<Result<Outcome, RunError<E>>> for Finished<E> {
+    fn from(result: Result<Outcome, RunError<E>>) -> Finished<E> {
+        match result {
+            Ok(outcome) => Finished::Outcome(outcome),
+            Err(error) => Finished::Error(error),
+        }
+    }
+}
+
+/// One run's state between steps.
+pub(crate) struct RunLoop<'a, E> {
+    policy: &'a Policy,
+    fingerprint: &'a Fingerprint,
+    /// When waiting for another run must stop, on the executor's timer.
+    deadline: Option<Instant>,
+    waited: bool,
+    /// The claim this run holds and how it got it (New or Reclaimed).
+    held: Option<(ClaimToken, Decision)>,
+    /// What the run ends with once its claim is released.
+    after_release: Option<Finished<E>>,
+}
+
+impl<'a, E> RunLoop<'a, E> {
+    /// A run starting at `now` (on the executor's timer); its first step is
+    /// [`Step::Claim`].
+    pub(crate) fn start(
+        policy: &'a Policy,
+        fingerprint: &'a Fingerprint,
+        now: Instant,
+    ) -> (RunLoop<'a, E>, Step<E>) {
+        let run = RunLoop {
+            policy,
+            fingerprint,
+            deadline: deadline_after(now, policy.wait_timeout()),
+            waited: false,
+            held: None,
+            after_release: None,
+        };
+        (run, Step::Claim)
+    }
+
+    /// The claim's result. `issued_at` is the backend's time read just before the claim
+    /// was sent; `now` is the executor's timer now.
+    pub(crate) fn claimed(
+        &mut self,
+        claim: Result<Claim, Error>,
+        issued_at: Instant,
+        now: Instant,
+    ) -> Step<E> {
+        let claim = match claim {
+            Ok(claim) => claim,
+            Err(error) => return self.storage_failed(error),
+        };
+        let version = self.policy.fingerprint_version();
+        match decide::on_claim(claim, self.fingerprint, version, self.waited) {
+            Next::Run { token, decision } => {
+                self.held = Some((token.clone(), decision));
+                Step::Run(Some(Held {
+                    token,
+                    lease: LeaseTracker::new(issued_at, self.policy.lease_ttl()),
+                    interval: self.policy.heartbeat_interval(),
+                }))
+            }
+            Next::Replay(outcome) => Step::Done(Finished::Outcome(outcome)),
+            Next::Refuse => Step::Done(Finished::Error(RunError::PayloadMismatch)),
+            Next::Wait { lease_until } => {
+                let timeout = remaining(self.deadline, now);
+                if timeout.is_zero() {
+                    let retry_after = decide::retry_after(lease_until, issued_at);
+                    return Step::Done(Finished::Error(RunError::InProgress { retry_after }));
+                }
+                self.waited = true;
+                Step::Wait { timeout }
+            }
+        }
+    }
+
+    /// The wait's result.
+    pub(crate) fn waited(&mut self, completed: Result<Option<Record>, Error>) -> Step<E> {
+        let completed = match completed {
+            Ok(completed) => completed,
+            Err(error) => return self.storage_failed(error),
+        };
+        let version = self.policy.fingerprint_version();
+        match decide::after_wait(completed, self.fingerprint, version) {
+            AfterWait::Replay(outcome) => Step::Done(Finished::Outcome(outcome)),
+            AfterWait::Refuse => Step::Done(Finished::Error(RunError::PayloadMismatch)),
+            AfterWait::ClaimAgain => Step::Claim,
+        }
+    }
+
+    /// A backend failure before the operation ran: refuse under `FailClosed`, run
+    /// without a claim under `FailOpen`.
+    fn storage_failed(&mut self, error: Error) -> Step<E> {
+        match self.policy.on_storage_error() {
+            OnStorageError::FailClosed => {
+                Step::Done(Finished::Error(RunError::StorageFailed(error)))
+            }
+            OnStorageError::FailOpen => Step::Run(None),
+        }
+    }
+
+    /// How the operation ended.
+    pub(crate) fn ran(&mut self, ran: Ran<E>) -> Step<E> {
+        let Some((token, decision)) = self.held.take() else {
+            return Step::Done(unprotected(ran));
+        };
+        let ended = match ran {
+            Ran::Returned(Ok(response)) => {
+                // The predicate is the user's code: a panic in it is the run's panic.
+                let policy = self.policy;
+                match catch_unwind(AssertUnwindSafe(|| policy.is_cacheable(&response))) {
+                    Ok(true) => {
+                        self.held = Some((token.clone(), decision));
+                        return Step::Complete {
+                            token,
+                            response: Arc::new(response),
+                        };
+                    }
+                    Ok(false) => Finished::Outcome(Outcome {
+                        response: Arc::new(response),
+                        decision: Decision::NotCached,
+                    }),
+                    Err(panic) => Finished::Panicked(panic),
+                }
+            }
+            Ran::Returned(Err(error)) => Finished::Error(RunError::HandlerFailed(error)),
+            Ran::Panicked(panic) => Finished::Panicked(panic),
+            Ran::LeaseLost => Finished::Error(RunError::LeaseLost),
+        };
+        // Not stored: release the claim, so a retry runs again.
+        self.after_release = Some(ended);
+        Step::Release { token }
+    }
+
+    /// The completion's result, for the response the run stored.
+    pub(crate) fn completed(
+        &mut self,
+        stored: Result<bool, Error>,
+        response: Arc<Response>,
+    ) -> Step<E> {
+        let (_, decision) = self.held.take().expect("a completion follows a held claim");
+        let result =
+            decide::after_complete(stored, response, decision, self.policy.on_storage_error());
+        Step::Done(result.into())
+    }
+
+    /// The claim was released (or could not be, which changes nothing).
+    pub(crate) fn released(&mut self) -> Step<E> {
+        Step::Done(
+            self.after_release
+                .take()
+                .expect("a release follows a result"),
+        )
+    }
+}
+
+/// The end of an operation run without a claim.
+fn unprotected<E>(ran: Ran<E>) -> Finished<E> {
+    match ran {
+        Ran::Returned(Ok(response)) => Finished::Outcome(Outcome {
+            response: Arc::new(response),
+            decision: Decision::RanUnprotected,
+        }),
+        Ran::Returned(Err(error)) => Finished::Error(RunError::HandlerFailed(error)),
+        Ran::Panicked(panic) => Finished::Panicked(panic),
+        // Nothing renews what was never claimed.
+        Ran::LeaseLost => Finished::Error(RunError::LeaseLost),
+    }
+}

@@ -1,0 +1,114 @@
+//! [`Builder`]: how an [`InMemoryBackend`] is configured.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::memory::InMemoryBackend;
+use crate::memory::shards::Shards;
+use crate::rt::{Clock, SystemClock, ThreadTimer, Timer};
+use crate::store::Store;
+
+/// Configures an [`InMemoryBackend`]: capacity, reclaim grace, shards, clock and timer.
+///
+/// ```
+/// use std::time::Duration;
+/// use idemkit_core::{InMemoryBackend, ManualClock};
+///
+/// let clock = ManualClock::new();
+/// let backend = InMemoryBackend::builder()
+///     .max_size(1_000)
+///     .reclaim_grace(Duration::from_secs(5))
+///     .clock(clock.clone())
+///     .build();
+/// assert_eq!(backend.max_size(), 1_000);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+#[derive(Clone)]
+pub struct Builder {
+    max_size: usize,
+    reclaim_grace: Duration,
+    shards: usize,
+    clock: Option<Arc<dyn Clock>>,
+    /// `None`: the [`ThreadTimer`], whose clock is the system's.
+    timer: Option<Arc<dyn Timer>>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("max_size", &self.max_size)
+            .field("reclaim_grace", &self.reclaim_grace)
+            .field("shards", &self.shards)
+            .field("clock", &self.clock.as_ref().map(|_| ".."))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with the defaults: [`Store::DEFAULT_MAX_SIZE`] records,
+    /// [`Store::DEFAULT_RECLAIM_GRACE`], a shard count suited to the machine, the
+    /// [`SystemClock`] and the [`ThreadTimer`].
+    pub fn new() -> Builder {
+        Builder {
+            max_size: Store::DEFAULT_MAX_SIZE,
+            reclaim_grace: Store::DEFAULT_RECLAIM_GRACE,
+            shards: Shards::default_count(),
+            clock: None,
+            timer: None,
+        }
+    }
+
+    /// The most records held at once, across all shards (exact). A claim of a new key
+    /// beyond it fails with [`Error::Full`](crate::Error::Full).
+    pub fn max_size(mut self, max_size: usize) -> Builder {
+        self.max_size = max_size;
+        self
+    }
+
+    /// How long a claim whose lease lapsed is kept so the next claim reports
+    /// [`Claim::Reclaimed`](crate::Claim::Reclaimed); then it is dropped.
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+        self.reclaim_grace = reclaim_grace;
+        self
+    }
+
+    /// How many independently locked shards to spread keys over (at least one). More
+    /// shards let more threads work on distinct keys at once.
+    pub fn shards(mut self, shards: usize) -> Builder {
+        self.shards = shards.max(1);
+        self
+    }
+
+    /// The clock that drives leases and TTLs, such as a
+    /// [`ManualClock`](crate::ManualClock). Without one, the timer's clock does.
+    pub fn clock(mut self, clock: impl Clock) -> Builder {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The timer that async waits, their time-outs and the purger sleep on, such as
+    /// `idemkit-tokio`'s `TokioTimer`. Unless [`Builder::clock`] is given too, leases and
+    /// TTLs follow this timer's clock as well. Blocking waits always run on real time.
+    pub fn timer(mut self, timer: impl Timer) -> Builder {
+        self.timer = Some(Arc::new(timer));
+        self
+    }
+
+    /// The backend.
+    pub fn build(self) -> InMemoryBackend {
+        let (clock, timer): (Arc<dyn Clock>, Arc<dyn Timer>) = match (self.clock, self.timer) {
+            (Some(clock), Some(timer)) => (clock, timer),
+            (Some(clock), None) => (clock, Arc::new(ThreadTimer)),
+            (None, Some(timer)) => (timer.clone(), timer),
+            (None, None) => (Arc::new(SystemClock), Arc::new(ThreadTimer)),
+        };
+        let shards = Shards::new(self.max_size, self.reclaim_grace, self.shards, clock, timer);
+        InMemoryBackend::from_shards(Arc::new(shards))
+    }
+}

@@ -1,0 +1,102 @@
+//! Waiting for an in-flight claim: the notification is the latency path, the poll the
+//! correctness floor.
+//!
+//! The loop itself lives in [`Wait::step`](crate::memory::shards::Wait::step); what
+//! differs between a blocked thread and an async task is only how a waiter parks, "sleep
+//! for at most this long, or be woken":
+//! [`EventListener::wait_timeout`](event_listener::Listener::wait_timeout) for threads,
+//! and a race between the listener and a [`Timer`] for tasks.
+
+use std::time::{Duration, Instant};
+
+use event_listener::EventListener;
+
+use crate::record::Record;
+use crate::rt::Timer;
+
+/// What a waiter does next.
+#[derive(Debug)]
+pub(crate) enum WaitStep {
+    /// The wait is over: the completed record, or `None` (no record, a lapsed lease, or
+    /// the timeout).
+    Ready(Option<Record>),
+    /// Park until `listener` fires or `within` passes, whichever is first, then step again.
+    Park {
+        listener: EventListener,
+        within: Duration,
+    },
+}
+
+/// The re-read cadence of a waiter: 50 ms, doubling up to 1 s.
+#[derive(Debug)]
+pub(crate) struct PollSchedule {
+    next: Duration,
+}
+
+impl PollSchedule {
+    pub(crate) const FIRST: Duration = Duration::from_millis(50);
+    pub(crate) const CAP: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new() -> PollSchedule {
+        PollSchedule {
+            next: PollSchedule::FIRST,
+        }
+    }
+
+    /// The interval before the next re-read; each call doubles the one after, to the cap.
+    pub(crate) fn advance(&mut self) -> Duration {
+        let interval = self.next;
+        self.next = (interval * 2).min(PollSchedule::CAP);
+        interval
+    }
+}
+
+/// The deadline of a wait that starts at `start` and lasts `timeout`; `None` when the
+/// timeout is too long to represent (it never ends first).
+pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instant> {
+    start.checked_add(timeout)
+}
+
+/// Parks a task until `listener` fires or `within` passes on `timer`.
+pub(crate) async fn park_async(listener: EventListener, within: Duration, timer: &dyn Timer) {
+    futures_lite::future::or(listener, timer.sleep(within)).await;
+}
+
+/// Parks a thread until `listener` fires or `within` passes.
+pub(crate) fn park_blocking(listener: EventListener, within: Duration) {
+    use event_listener::Listener;
+    // Whether it was woken or timed out, the caller re-reads the state next.
+    let _woken = listener.wait_timeout(within);
+}
+
+/// How long is left until `deadline` (forever for `None`).
+pub(crate) fn remaining(deadline: Option<Instant>, now: Instant) -> Duration {
+    deadline.map_or(Duration::MAX, |deadline| {
+        deadline.saturating_duration_since(now)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_back_off_from_50ms_to_a_1s_cap() {
+        let mut polls = PollSchedule::new();
+        let seen: Vec<u64> = (0..8).map(|_| polls.advance().as_millis() as u64).collect();
+        assert_eq!(seen, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
+    }
+
+    #[test]
+    fn an_unrepresentable_timeout_never_ends() {
+        let now = Instant::now();
+        assert_eq!(deadline_after(now, Duration::MAX), None);
+        assert_eq!(remaining(None, now), Duration::MAX);
+        let soon = deadline_after(now, Duration::from_millis(5));
+        assert_eq!(remaining(soon, now), Duration::from_millis(5));
+        assert_eq!(
+            remaining(soon, now + Duration::from_secs(1)),
+            Duration::ZERO
+        );
+    }
+}

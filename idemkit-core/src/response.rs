@@ -1,0 +1,53 @@
+//! [`Response`]: the result of an operation, as stored and replayed.
+
+use bytes::Bytes;
+
+/// The result of an operation, as a store keeps it and every replay returns it.
+///
+/// The body and the header values are [`Bytes`], the buffer type of the Rust HTTP
+/// stack: building a `Response` from a body that is already `Bytes` copies nothing, and
+/// a stored response is shared (an `Arc<Response>`) by the store and every replay.
+///
+/// ```
+/// use idemkit_core::Response;
+///
+/// let response = Response::new(201, r#"{"id":7}"#).with_header("content-type", "application/json");
+/// assert_eq!(response.status, 201);
+/// assert_eq!(response.header("Content-Type"), Some(&b"application/json"[..]));
+/// assert_eq!(response.body, r#"{"id":7}"#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Response {
+    /// A status code, HTTP-style (the executor caches 2xx by default).
+    pub status: u16,
+    /// Header names and values, in order; a name may repeat.
+    pub headers: Vec<(String, Bytes)>,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl Response {
+    /// A response with this status and body and no headers.
+    pub fn new(status: u16, body: impl Into<Bytes>) -> Response {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        }
+    }
+
+    /// This response with one more header (after those it has).
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<Bytes>) -> Response {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The value of the first header named `name` (compared ASCII case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_ref())
+    }
+}

@@ -1,0 +1,977 @@
+//! [`Store`]: the sans-IO idempotency state machine.
+//!
+//! The store keeps records in [`slots`], finds them by key through a hash table of slot
+//! numbers ([`keyhash`]), drops them as they expire through a [`expiry`] index, counts
+//! them against a [`capacity`], and draws claim [`tokens`] from the OS. Instants are kept
+//! as 8-byte [`stamp`]s on the store's own timeline.
+
+pub(crate) mod capacity;
+pub(crate) mod expiry;
+pub(crate) mod keyhash;
+pub(crate) mod slots;
+pub(crate) mod stamp;
+pub(crate) mod stored;
+pub(crate) mod tokens;
+
+use std::fmt;
+use std::hash::RandomState;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hashbrown::HashTable;
+
+use crate::claim::Claim;
+use crate::error::Error;
+use crate::record::Record;
+use crate::response::Response;
+use crate::token::ClaimToken;
+
+use self::capacity::{Budget, Capacity};
+use self::expiry::{DeadlineIndex, Entry, Slot};
+use self::keyhash::{HashedKey, KeyHash};
+use self::slots::Slots;
+use self::stamp::{Span, Stamp, Timeline};
+use self::stored::StoredRecord;
+use self::tokens::TokenSource;
+
+/// How many slots beyond twice the records held a store may keep before it compacts: a
+/// few, so a store that swings between zero and one record does not reallocate.
+const COMPACT_SLACK: usize = 16;
+
+/// How many due records a claim removes on its way, at most. Each claim adds at most one
+/// record, so removing up to two keeps pace with expiry at O(1) per claim.
+const PURGE_PER_CLAIM: usize = 2;
+
+/// The idempotency state machine: records by key, with leases, fencing and expiry.
+///
+/// A `Store` does no I/O and owns no clock, lock or thread: every operation that depends
+/// on time takes `now`, and the caller decides when time passes. Wrap it in a mutex to
+/// share it, or use [`InMemoryBackend`](crate::InMemoryBackend), which does exactly that
+/// (sharded, with wake-ups for waiters).
+///
+/// Deadlines are inclusive: a lease or expiry `D` is live while `now <= D` and past once
+/// `D < now`. `now + duration` saturates, so `Duration::MAX` means "never".
+///
+/// # Time
+///
+/// A store measures time from the first instant it is given and keeps instants as
+/// nanoseconds from there, exact within about 292 years either side of it. An instant
+/// farther away is clamped to that limit: a `now` 300 years ahead acts as 292 years
+/// ahead (every lease and result of the present has lapsed by then), and one 300 years
+/// back acts as 292 years back (everything of the present is still live). Each store
+/// has its own origin, so what one store is given never changes another's time.
+///
+/// # Memory
+///
+/// The store owns memory in proportion to what it holds: once records have left (expired,
+/// released) until it holds under half of the slots it has, it compacts its tables down
+/// to what remains.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use idemkit_core::{Claim, Response, Store};
+///
+/// let mut store = Store::new();
+/// let now = Instant::now();
+/// let lease = Duration::from_secs(30);
+///
+/// let Claim::New(token) = store.claim("order-17", "fp", 1, lease, now)? else { unreachable!() };
+/// // ... run the operation, then store its result:
+/// let ttl = Duration::from_secs(3600);
+/// assert!(store.complete("order-17", &token, Response::new(201, "created"), ttl, now));
+///
+/// // A retry replays the stored response instead of running again.
+/// match store.claim("order-17", "fp", 1, lease, now)? {
+///     Claim::Completed(record) => assert_eq!(record.response().unwrap().status, 201),
+///     other => panic!("expected a replay, got {other:?}"),
+/// }
+/// # Ok::<(), idemkit_core::Error>(())
+/// ```
+pub struct Store {
+    /// Slots by key; the key itself lives in the record, stored once.
+    keys: HashTable<Slot>,
+    hasher: RandomState,
+    slots: Slots,
+    free: Vec<Slot>,
+    deadlines: DeadlineIndex,
+    capacity: Budget,
+    reclaim_grace: Duration,
+    /// `reclaim_grace` in the stamps' unit, as every deadline computation adds it.
+    grace: Span,
+    /// Set by the first instant the store is given.
+    timeline: Option<Timeline>,
+    /// The last `now` converted and its stamp: a caller usually hands the same instant
+    /// to a claim and the completion or renewal that follows, and comparing two instants
+    /// is cheaper than converting one.
+    converted: Option<(Instant, Stamp)>,
+    tokens: TokenSource,
+    len: usize,
+}
+
+impl Store {
+    /// The capacity of [`Store::new`].
+    pub const DEFAULT_MAX_SIZE: usize = 10_000;
+    /// How long a claim whose lease lapsed is kept so the next claim reports
+    /// [`Claim::Reclaimed`], unless set with [`Store::with_reclaim_grace`].
+    pub const DEFAULT_RECLAIM_GRACE: Duration = Duration::from_secs(60);
+
+    /// An empty store holding at most [`Store::DEFAULT_MAX_SIZE`] records, with the
+    /// [default reclaim grace](Store::DEFAULT_RECLAIM_GRACE).
+    pub fn new() -> Store {
+        Store::counting_against(
+            Budget::own(Store::DEFAULT_MAX_SIZE),
+            Store::DEFAULT_RECLAIM_GRACE,
+            RandomState::new(),
+        )
+    }
+
+    /// This store, holding at most `max_size` records. A store that already holds more
+    /// keeps them, and claims no new key until it holds fewer.
+    #[must_use]
+    pub fn with_max_size(mut self, max_size: usize) -> Store {
+        self.capacity.set_max_size(max_size);
+        self
+    }
+
+    /// This store, keeping a claim whose lease lapsed for `reclaim_grace` before dropping
+    /// it. Until then the next claim of its key reports [`Claim::Reclaimed`] and a late
+    /// `complete` with its token can still land; afterwards the key is simply free.
+    #[must_use]
+    pub fn with_reclaim_grace(mut self, reclaim_grace: Duration) -> Store {
+        self.reclaim_grace = reclaim_grace;
+        self.grace = Span::from_duration(reclaim_grace);
+        // The claims already held now leave at other instants: their index entries no
+        // longer match them (they would be skipped as stale and never purged).
+        self.reindex();
+        self
+    }
+
+    /// A store whose records count against `capacity`, shared with other stores (the
+    /// shards of one backend), hashing keys with `hasher`, which the backend also uses to
+    /// route keys to shards, so each key is hashed once per operation.
+    pub(crate) fn sharing(
+        capacity: Arc<Capacity>,
+        reclaim_grace: Duration,
+        hasher: RandomState,
+    ) -> Store {
+        Store::counting_against(Budget::shared(capacity), reclaim_grace, hasher)
+    }
+
+    fn counting_against(capacity: Budget, reclaim_grace: Duration, hasher: RandomState) -> Store {
+        Store {
+            keys: HashTable::new(),
+            hasher,
+            slots: Slots::default(),
+            free: Vec::new(),
+            deadlines: DeadlineIndex::default(),
+            capacity,
+            reclaim_grace,
+            grace: Span::from_duration(reclaim_grace),
+            timeline: None,
+            converted: None,
+            tokens: TokenSource::new(),
+            len: 0,
+        }
+    }
+
+    /// The most records this store holds (shared with the other shards of a backend).
+    pub fn max_size(&self) -> usize {
+        self.capacity.max_size()
+    }
+
+    /// How long a lapsed claim is kept before it is dropped.
+    pub fn reclaim_grace(&self) -> Duration {
+        self.reclaim_grace
+    }
+
+    /// Claims `key` for the caller, or reports who has it.
+    ///
+    /// - No record, or only an expired one: the key is claimed with a fresh token,
+    ///   [`Claim::New`]. If the store is full it first drops what has expired, and if it
+    ///   is still full it returns [`Error::Full`]. A key that is present is never refused.
+    /// - A live completed record: [`Claim::Completed`], to replay.
+    /// - A claim whose lease is live (`now <= lease_until`): [`Claim::InFlight`].
+    /// - A claim whose lease lapsed: taken over with a fresh token, [`Claim::Reclaimed`];
+    ///   the old token no longer completes, releases or renews anything.
+    ///
+    /// The lease runs until `now + lease_ttl` (saturating). The fingerprint is stored for
+    /// the caller to compare on replay; the store itself does not interpret it.
+    pub fn claim(
+        &mut self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> Result<Claim, Error> {
+        let key = HashedKey::new(&self.hasher, key);
+        self.claim_hashed(key, fingerprint, fingerprint_version, lease_ttl, now)
+    }
+
+    /// [`Store::claim`] for a key already hashed with this store's hasher.
+    pub(crate) fn claim_hashed(
+        &mut self,
+        key: HashedKey<'_>,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> Result<Claim, Error> {
+        if u32::try_from(key.key.len()).is_err() {
+            return Err(Error::KeyTooLong { len: key.key.len() });
+        }
+        let now = self.stamp_now(now);
+        for _ in 0..PURGE_PER_CLAIM {
+            if self.purge_one(now).is_none() {
+                break;
+            }
+        }
+        let fresh = |token| {
+            StoredRecord::claimed(
+                key.key,
+                fingerprint,
+                fingerprint_version,
+                token,
+                now,
+                lease_ttl,
+            )
+        };
+        let result = self.claim_at(key, now, fresh);
+        // Whatever the outcome, even an error after something was purged.
+        self.end_change();
+        result
+    }
+
+    /// The lookup and write of a claim, at `now` (purging done); the caller ends the
+    /// change.
+    fn claim_at(
+        &mut self,
+        key: HashedKey<'_>,
+        now: Stamp,
+        fresh: impl Fn(ClaimToken) -> StoredRecord,
+    ) -> Result<Claim, Error> {
+        let Some(slot) = self.find(key) else {
+            let token = self.tokens.next()?;
+            self.take_capacity(now)?;
+            self.insert(key.hash, fresh(token.clone()));
+            return Ok(Claim::New(token));
+        };
+        let record = self.record(slot);
+        if record.removal_deadline(self.grace) < now {
+            let token = self.tokens.next()?;
+            self.replace(slot, key.hash, fresh(token.clone()));
+            Ok(Claim::New(token))
+        } else if record.is_completed() {
+            Ok(Claim::Completed(record.to_record(self.timeline())))
+        } else if now <= record.deadline() {
+            Ok(Claim::InFlight(record.to_record(self.timeline())))
+        } else {
+            let token = self.tokens.next()?;
+            self.replace(slot, key.hash, fresh(token.clone()));
+            Ok(Claim::Reclaimed(token))
+        }
+    }
+
+    /// Stores the operation's response for the claim `token` holds.
+    ///
+    /// Succeeds only on a claimed record with this token, even after its lease lapsed as
+    /// long as nobody reclaimed the key (within the reclaim grace). The record becomes
+    /// completed and is replayed until `now + expires_after` (saturating; never reset by
+    /// reads). Returns false otherwise: the key was reclaimed, released or completed, and
+    /// the caller's result is discarded.
+    ///
+    /// The response is kept as the shared allocation given (an `Arc<Response>` is
+    /// stored as is, never copied) and handed to every replay.
+    #[must_use = "false means the result was fenced out and not stored"]
+    pub fn complete(
+        &mut self,
+        key: &str,
+        token: &ClaimToken,
+        response: impl Into<Arc<Response>>,
+        expires_after: Duration,
+        now: Instant,
+    ) -> bool {
+        let key = HashedKey::new(&self.hasher, key);
+        self.complete_hashed(key, token, response.into(), expires_after, now)
+    }
+
+    /// [`Store::complete`] for a key already hashed with this store's hasher.
+    pub(crate) fn complete_hashed(
+        &mut self,
+        key: HashedKey<'_>,
+        token: &ClaimToken,
+        response: Arc<Response>,
+        expires_after: Duration,
+        now: Instant,
+    ) -> bool {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
+            return false;
+        };
+        self.update(slot, key.hash, |record| {
+            record.complete(now, response, expires_after)
+        });
+        true
+    }
+
+    /// Gives the key up: removes the claimed record `token` holds, so the next claim runs
+    /// the operation again. Returns false if `token` does not hold the key at `now` (a
+    /// lapsed claim still holds it within the reclaim grace, unless reclaimed).
+    #[must_use = "false means the token did not hold the key"]
+    pub fn release(&mut self, key: &str, token: &ClaimToken, now: Instant) -> bool {
+        let key = HashedKey::new(&self.hasher, key);
+        self.release_hashed(key, token, now)
+    }
+
+    /// [`Store::release`] for a key already hashed with this store's hasher.
+    pub(crate) fn release_hashed(
+        &mut self,
+        key: HashedKey<'_>,
+        token: &ClaimToken,
+        now: Instant,
+    ) -> bool {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
+            return false;
+        };
+        self.remove(slot, key.hash);
+        self.end_change();
+        true
+    }
+
+    /// Extends the lease `token` holds to `now + lease_ttl` (saturating). Returns false if
+    /// `token` does not hold a claimed record of `key`; a completed record is never
+    /// touched.
+    #[must_use = "false means the token no longer holds the key: stop and store nothing"]
+    pub fn renew(
+        &mut self,
+        key: &str,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> bool {
+        let key = HashedKey::new(&self.hasher, key);
+        self.renew_hashed(key, token, lease_ttl, now)
+    }
+
+    /// [`Store::renew`] for a key already hashed with this store's hasher.
+    pub(crate) fn renew_hashed(
+        &mut self,
+        key: HashedKey<'_>,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+        now: Instant,
+    ) -> bool {
+        let now = self.stamp_now(now);
+        let Some(slot) = self.held_by(key, token, now) else {
+            return false;
+        };
+        self.update(slot, key.hash, |record| record.renew(now, lease_ttl));
+        true
+    }
+
+    /// The record of `key`, unless there is none or it is gone (an expired completed
+    /// record, or a lapsed claim past its reclaim grace, even if not purged yet).
+    pub fn get(&self, key: &str, now: Instant) -> Option<Record> {
+        self.get_hashed(HashedKey::new(&self.hasher, key), now)
+    }
+
+    /// [`Store::get`] for a key already hashed with this store's hasher.
+    pub(crate) fn get_hashed(&self, key: HashedKey<'_>, now: Instant) -> Option<Record> {
+        let (slot, timeline) = self.live(key, now)?;
+        Some(self.record(slot).to_record(timeline))
+    }
+
+    /// The slot of `key`'s record if it is not gone at `now`, and the store's timeline.
+    fn live(&self, key: HashedKey<'_>, now: Instant) -> Option<(Slot, Timeline)> {
+        // A store never given an instant holds nothing.
+        let timeline = self.timeline?;
+        let slot = self.find(key)?;
+        let gone = self.record(slot).removal_deadline(self.grace) < timeline.stamp(now);
+        (!gone).then_some((slot, timeline))
+    }
+
+    /// What a waiter on `key` needs to know at `now`: nothing held (or gone), the
+    /// completed record, or how long the live lease of a claim has left (zero once it
+    /// lapsed).
+    pub(crate) fn watch(&self, key: HashedKey<'_>, now: Instant) -> Watch {
+        let Some((slot, timeline)) = self.live(key, now) else {
+            return Watch::Absent;
+        };
+        let record = self.record(slot);
+        if record.is_completed() {
+            return Watch::Completed(record.to_record(timeline));
+        }
+        let now = timeline.stamp(now);
+        if record.deadline() < now {
+            Watch::Lapsed
+        } else {
+            Watch::Claimed {
+                lease_left: now.until(record.deadline()),
+            }
+        }
+    }
+
+    /// Drops every record that has expired by `now` and returns how many. Costs what it
+    /// drops, not what the store holds.
+    pub fn purge_expired(&mut self, now: Instant) -> usize {
+        let now = self.stamp_now(now);
+        let purged = self.purge_all(now);
+        self.end_change();
+        purged
+    }
+
+    /// The earliest instant at which [`Store::purge_expired`] has something to drop, or
+    /// `None` if no record will ever expire. A driver sleeps until then, as with
+    /// `quinn-proto`'s `poll_timeout`. It changes with every claim, completion, renewal
+    /// and release, and with every purge.
+    #[must_use]
+    pub fn next_expiry(&self) -> Option<Instant> {
+        let timeline = self.timeline?;
+        let deadline = self.deadlines.next()?;
+        Some(timeline.instant(deadline.next()))
+    }
+
+    /// Records held, including expired ones not purged yet.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the store holds no record at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The store's timeline; the caller has given it an instant already.
+    fn timeline(&self) -> Timeline {
+        self.timeline
+            .expect("a store that holds a record has been given an instant")
+    }
+
+    /// `now` as a stamp on the store's timeline, which starts at the first `now` given.
+    fn stamp_now(&mut self, now: Instant) -> Stamp {
+        match self.converted {
+            Some((instant, stamp)) if instant == now => stamp,
+            _ => {
+                let timeline = *self.timeline.get_or_insert(Timeline::starting_at(now));
+                let stamp = timeline.stamp(now);
+                self.converted = Some((now, stamp));
+                stamp
+            }
+        }
+    }
+
+    fn find(&self, key: HashedKey<'_>) -> Option<Slot> {
+        let slots = &self.slots;
+        self.keys
+            .find(key.hash.table(), |&slot| key_of(slots, slot) == key.key)
+            .copied()
+    }
+
+    /// The slot of `key` if `token` holds its claim and the claim is not gone at `now`.
+    fn held_by(&self, key: HashedKey<'_>, token: &ClaimToken, now: Stamp) -> Option<Slot> {
+        let slot = self.find(key)?;
+        let record = self.record(slot);
+        let held = !record.is_completed()
+            && record.claim_token() == token
+            && now <= record.removal_deadline(self.grace);
+        held.then_some(slot)
+    }
+
+    fn record(&self, slot: Slot) -> &StoredRecord {
+        // Every slot in `keys` is occupied; the table and the slots change together.
+        self.slots[slot].as_ref().expect("indexed slot is occupied")
+    }
+
+    /// Changes the record in `slot` (its key's hash is `hash`) and re-indexes its
+    /// deadline.
+    fn update(&mut self, slot: Slot, hash: KeyHash, change: impl FnOnce(&mut StoredRecord)) {
+        let record = self.slots[slot].as_mut().expect("indexed slot is occupied");
+        let deadline = record.removal_deadline(self.grace);
+        change(record);
+        let new = record.removal_deadline(self.grace);
+        let old = Entry {
+            deadline,
+            slot,
+            hash,
+        };
+        self.deadlines.reschedule(old, new);
+        self.end_change();
+    }
+
+    fn take_capacity(&mut self, now: Stamp) -> Result<(), Error> {
+        let room_in_table = !self.free.is_empty() || self.slots.len() < Slot::MAX as usize;
+        if room_in_table && self.capacity.try_take() {
+            return Ok(());
+        }
+        self.purge_all(now);
+        let room_in_table = !self.free.is_empty() || self.slots.len() < Slot::MAX as usize;
+        if room_in_table && self.capacity.try_take() {
+            return Ok(());
+        }
+        Err(Error::Full {
+            max_size: self.capacity.max_size(),
+        })
+    }
+
+    /// Inserts a record for a key not present, whose hash is `hash`; its capacity is
+    /// already taken.
+    fn insert(&mut self, hash: KeyHash, record: StoredRecord) {
+        let deadline = record.removal_deadline(self.grace);
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(record);
+                slot
+            }
+            None => self.slots.push(record),
+        };
+        let Store {
+            keys,
+            hasher,
+            slots,
+            ..
+        } = self;
+        keys.insert_unique(hash.table(), slot, |&slot| {
+            KeyHash::of(hasher, key_of(slots, slot)).table()
+        });
+        self.deadlines.push(Entry {
+            deadline,
+            slot,
+            hash,
+        });
+        self.len += 1;
+    }
+
+    /// Puts a fresh claim where a record of the same key (whose hash is `hash`) was.
+    fn replace(&mut self, slot: Slot, hash: KeyHash, record: StoredRecord) {
+        let old = Entry {
+            deadline: self.record(slot).removal_deadline(self.grace),
+            slot,
+            hash,
+        };
+        self.deadlines
+            .reschedule(old, record.removal_deadline(self.grace));
+        self.slots[slot] = Some(record);
+    }
+
+    /// Removes the record in `slot`, whose key's hash is most likely `hash`.
+    fn remove(&mut self, slot: Slot, hash: KeyHash) {
+        let Some(record) = self.slots[slot].take() else {
+            return;
+        };
+        let found = self
+            .keys
+            .find_entry(hash.table(), |&indexed| indexed == slot);
+        if let Ok(entry) = found {
+            entry.remove();
+        } else {
+            // A purge can reach a record through a deadline entry written for an earlier
+            // record of the same slot, due at the same instant (so this record is due as
+            // well): that entry carries the other key's hash.
+            let own = KeyHash::of(&self.hasher, record.key());
+            if let Ok(entry) = self
+                .keys
+                .find_entry(own.table(), |&indexed| indexed == slot)
+            {
+                entry.remove();
+            }
+        }
+        self.free.push(slot);
+        self.len -= 1;
+        self.capacity.give_back(1);
+    }
+
+    /// Removes the record with the earliest deadline if it is due. `None` when nothing is
+    /// due; otherwise whether a record was removed (the entry may have been stale).
+    fn purge_one(&mut self, now: Stamp) -> Option<bool> {
+        let entry = self.deadlines.pop_before(now)?;
+        let current = is_current(&self.slots, self.grace, &entry);
+        if current {
+            self.remove(entry.slot, entry.hash);
+        }
+        Some(current)
+    }
+
+    fn purge_all(&mut self, now: Stamp) -> usize {
+        let mut purged = 0;
+        while let Some(removed) = self.purge_one(now) {
+            purged += usize::from(removed);
+        }
+        purged
+    }
+
+    /// What every public operation that changes the store ends with: hands the capacity
+    /// freed by the change back to a shared budget, restores the deadline index's
+    /// promises (see `expiry`), and compacts the tables once the store holds far less
+    /// than they were grown for.
+    fn end_change(&mut self) {
+        self.capacity.return_credit();
+        if self.slots.capacity() > 2 * self.len + COMPACT_SLACK {
+            self.compact();
+            return;
+        }
+        let Store {
+            deadlines,
+            slots,
+            grace,
+            len,
+            hasher,
+            ..
+        } = self;
+        let grace = *grace;
+        deadlines.prune(
+            *len,
+            |entry| is_current(slots, grace, entry),
+            || current_entries(slots, grace, hasher),
+        );
+    }
+
+    /// Moves the records held into tables sized for them, so that a store that drained
+    /// gives back what its peak needed. Costs what it holds; it runs only once the store
+    /// holds under half of the slots it has, and slots are added only as records are,
+    /// so every record removed pays for a constant share of it.
+    fn compact(&mut self) {
+        let mut slots = Slots::with_capacity(self.len);
+        for record in self.slots.drain() {
+            slots.push(record);
+        }
+        self.slots = slots;
+        self.free = Vec::new();
+        let mut keys = HashTable::with_capacity(self.len);
+        for (slot, record) in (0..).zip(self.slots.iter()) {
+            let record = record.as_ref().expect("compacted slots are all occupied");
+            keys.insert_unique(
+                KeyHash::of(&self.hasher, record.key()).table(),
+                slot,
+                |_: &Slot| unreachable!("the table was sized for every record"),
+            );
+        }
+        self.keys = keys;
+        self.reindex();
+    }
+
+    /// Rebuilds the deadline index from the records held.
+    fn reindex(&mut self) {
+        let entries = current_entries(&self.slots, self.grace, &self.hasher);
+        self.deadlines.rebuild(entries);
+    }
+}
+
+/// What a waiter on a key finds (see [`Store::watch`]).
+#[derive(Debug)]
+pub(crate) enum Watch {
+    /// No record, or one that is gone.
+    Absent,
+    /// The operation finished: replay this.
+    Completed(Record),
+    /// A claim whose lease lapsed: its owner has probably crashed.
+    Lapsed,
+    /// A claim whose lease is live for `lease_left` more.
+    Claimed { lease_left: Duration },
+}
+
+/// The index entry of every record held, as a rebuilt index holds them.
+fn current_entries(slots: &Slots, grace: Span, hasher: &RandomState) -> Vec<Entry> {
+    (0..)
+        .zip(slots.iter())
+        .filter_map(|(slot, record)| {
+            let record = record.as_ref()?;
+            Some(Entry {
+                deadline: record.removal_deadline(grace),
+                slot,
+                hash: KeyHash::of(hasher, record.key()),
+            })
+        })
+        .collect()
+}
+
+fn key_of(slots: &Slots, slot: Slot) -> &str {
+    slots[slot].as_ref().map_or("", StoredRecord::key)
+}
+
+/// Whether a deadline index entry still describes the record in its slot.
+fn is_current(slots: &Slots, grace: Span, entry: &Entry) -> bool {
+    slots[entry.slot]
+        .as_ref()
+        .is_some_and(|record| record.removal_deadline(grace) == entry.deadline)
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store::new()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Other shards may share the capacity: hand back what this store held.
+        self.capacity.give_back(self.len);
+        self.capacity.return_credit();
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("len", &self.len)
+            .field("max_size", &self.capacity.max_size())
+            .field("reclaim_grace", &self.reclaim_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn renewing_forever_keeps_the_deadline_index_proportional_to_the_store() {
+        let mut store = Store::new();
+        let mut now = Instant::now();
+        let Claim::New(token) = store.claim("k", "fp", 1, LEASE, now).unwrap() else {
+            panic!()
+        };
+        for _ in 0..10_000 {
+            now += Duration::from_millis(1);
+            assert!(store.renew("k", &token, LEASE, now));
+        }
+        assert!(
+            store.deadlines.len() <= 2 * store.len() + 65,
+            "{} entries",
+            store.deadlines.len()
+        );
+        assert_eq!(
+            store.next_expiry(),
+            Some(now + LEASE + store.reclaim_grace() + Duration::from_nanos(1))
+        );
+    }
+
+    #[test]
+    fn the_index_top_is_exact_after_every_kind_of_change() {
+        let mut store = Store::new().with_reclaim_grace(Duration::ZERO);
+        let now = Instant::now();
+        let Claim::New(a) = store.claim("a", "fp", 1, LEASE, now).unwrap() else {
+            panic!()
+        };
+        let Claim::New(b) = store.claim("b", "fp", 1, 2 * LEASE, now).unwrap() else {
+            panic!()
+        };
+        let first = |lease: Duration| Some(now + lease + Duration::from_nanos(1));
+        assert_eq!(store.next_expiry(), first(LEASE));
+        assert!(store.renew("a", &a, 3 * LEASE, now));
+        assert_eq!(store.next_expiry(), first(2 * LEASE));
+        assert!(store.release("b", &b, now));
+        assert_eq!(store.next_expiry(), first(3 * LEASE));
+        assert!(store.complete("a", &a, Response::new(200, "ok"), Duration::MAX, now));
+        assert_eq!(
+            store.next_expiry(),
+            None,
+            "a record that never expires is not indexed"
+        );
+    }
+}
+
+#[cfg(test)]
+mod compaction {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_store_that_drains_compacts_and_keeps_what_remains_findable() {
+        let now = Instant::now();
+        let mut store = Store::new().with_max_size(100_000);
+        let mut tokens = Vec::new();
+        for i in 0..5_000 {
+            let Claim::New(token) = store.claim(&format!("k{i}"), "fp", 1, LEASE, now).unwrap()
+            else {
+                panic!("new");
+            };
+            tokens.push(token);
+        }
+        let grown = store.slots.capacity();
+        assert!(grown >= 5_000);
+        for (i, token) in tokens.iter().enumerate().skip(10) {
+            assert!(store.release(&format!("k{i}"), token, now));
+        }
+        assert_eq!(store.len(), 10);
+        assert!(
+            store.slots.capacity() <= 2 * 10 + COMPACT_SLACK,
+            "{} slots for 10 records",
+            store.slots.capacity()
+        );
+        assert!(store.keys.capacity() < 100, "{}", store.keys.capacity());
+        // What remains is still found, held and indexed.
+        for (i, token) in tokens.iter().enumerate().take(10) {
+            let key = format!("k{i}");
+            assert!(store.get(&key, now).is_some(), "{key}");
+            assert!(store.renew(&key, token, LEASE, now), "{key}");
+        }
+        assert_eq!(
+            store.next_expiry(),
+            Some(now + LEASE + store.reclaim_grace() + Duration::from_nanos(1))
+        );
+        // And it grows again.
+        for i in 0..100 {
+            assert!(matches!(
+                store.claim(&format!("again-{i}"), "fp", 1, LEASE, now),
+                Ok(Claim::New(_))
+            ));
+        }
+        assert_eq!(store.len(), 110);
+        let later = now + LEASE + store.reclaim_grace() + Duration::from_secs(1);
+        assert_eq!(store.purge_expired(later), 110);
+        assert_eq!(store.slots.capacity(), 0, "an empty store owns no slots");
+    }
+}
+
+/// The structures behind the store (the slot table, the key table, the deadline index and
+/// the capacity count) agree with each other after any sequence of operations.
+#[cfg(test)]
+mod consistency {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const KEYS: [&str; 4] = ["a", "b", "c", "d"];
+    const GRACE: Duration = Duration::from_millis(3);
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Claim {
+            key: usize,
+            lease: Duration,
+        },
+        Complete {
+            key: usize,
+            ttl: Duration,
+            stale: bool,
+        },
+        Release {
+            key: usize,
+        },
+        Renew {
+            key: usize,
+            lease: Duration,
+        },
+        Advance(Duration),
+        Purge,
+    }
+
+    fn span() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            Just(Duration::ZERO),
+            Just(Duration::from_millis(1)),
+            Just(Duration::from_millis(5)),
+            Just(Duration::from_millis(50)),
+            Just(Duration::MAX),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let key = 0..KEYS.len();
+        prop_oneof![
+            3 => (key.clone(), span()).prop_map(|(key, lease)| Op::Claim { key, lease }),
+            3 => (key.clone(), span(), any::<bool>())
+                .prop_map(|(key, ttl, stale)| Op::Complete { key, ttl, stale }),
+            1 => key.clone().prop_map(|key| Op::Release { key }),
+            2 => (key, span()).prop_map(|(key, lease)| Op::Renew { key, lease }),
+            2 => (0u64..8).prop_map(|ms| Op::Advance(Duration::from_millis(ms))),
+            1 => Just(Op::Purge),
+        ]
+    }
+
+    /// Removal deadlines of the records held, by slot.
+    fn held(store: &Store) -> Vec<(Slot, Stamp)> {
+        (0..)
+            .zip(store.slots.iter())
+            .filter_map(|(slot, record)| {
+                Some((slot, record.as_ref()?.removal_deadline(store.grace)))
+            })
+            .collect()
+    }
+
+    fn check(store: &Store) {
+        let held = held(store);
+        assert_eq!(store.len(), held.len());
+        assert_eq!(store.keys.len(), held.len(), "one table entry per record");
+        let Budget::Own { held: counted, .. } = store.capacity else {
+            panic!("a lone store has a budget of its own");
+        };
+        assert_eq!(counted, held.len(), "the capacity counts every record");
+        for &(slot, _) in &held {
+            let key = store.record(slot).key();
+            assert_eq!(store.find(HashedKey::new(&store.hasher, key)), Some(slot));
+        }
+        let earliest = held
+            .iter()
+            .map(|&(_, deadline)| deadline)
+            .filter(|&deadline| deadline != Stamp::NEVER)
+            .min();
+        assert_eq!(
+            store.next_expiry(),
+            earliest.map(|deadline| store.timeline().instant(deadline.next())),
+            "the index's earliest entry is exact"
+        );
+        assert!(
+            store.deadlines.len() <= 2 * held.len() + 66,
+            "{}",
+            store.deadlines.len()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn the_structures_agree_after_any_sequence(ops in prop::collection::vec(op(), 1..80)) {
+            let mut store = Store::new().with_max_size(3).with_reclaim_grace(GRACE);
+            let mut now = Instant::now();
+            let mut tokens: HashMap<usize, Vec<ClaimToken>> = HashMap::new();
+            for op in ops {
+                match op {
+                    Op::Claim { key, lease } => {
+                        if let Ok(Claim::New(token) | Claim::Reclaimed(token)) =
+                            store.claim(KEYS[key], "fp", 1, lease, now)
+                        {
+                            tokens.entry(key).or_default().push(token);
+                        }
+                    }
+                    Op::Complete { key, ttl, stale } => {
+                        let held = tokens.get(&key).map(Vec::as_slice).unwrap_or_default();
+                        let token = if stale { held.first() } else { held.last() };
+                        if let Some(token) = token {
+                            let response = Response::new(200, "ok");
+                            let _ = store.complete(KEYS[key], token, response, ttl, now);
+                        }
+                    }
+                    Op::Release { key } => {
+                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
+                            let _ = store.release(KEYS[key], token, now);
+                        }
+                    }
+                    Op::Renew { key, lease } => {
+                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
+                            let _ = store.renew(KEYS[key], token, lease, now);
+                        }
+                    }
+                    Op::Advance(by) => now += by,
+                    Op::Purge => {
+                        let at = store.timeline.map_or(Stamp::UNSET, |line| line.stamp(now));
+                        let due = held(&store)
+                            .iter()
+                            .filter(|&&(_, deadline)| deadline < at)
+                            .count();
+                        prop_assert_eq!(store.purge_expired(now), due);
+                        prop_assert!(held(&store).iter().all(|&(_, deadline)| at <= deadline));
+                    }
+                }
+                check(&store);
+            }
+        }
+    }
+}

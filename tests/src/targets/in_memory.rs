@@ -1,0 +1,72 @@
+//! The in-memory backend as targets: through its blocking trait on threads, and through
+//! its async trait on a runtime with that runtime's timer.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use idemkit_core::{AsyncIdempotency, Idempotency, InMemoryBackend, ManualClock, Timer};
+
+use crate::backend::{Async, Blocking};
+use crate::runtime::Runtime;
+use crate::runtimes::Threads;
+use crate::target::{ExactCapacity, ManualTime, Purging, Settings, Target};
+
+fn builder(settings: Settings) -> idemkit_core::Builder {
+    InMemoryBackend::builder()
+        .max_size(settings.max_size)
+        .reclaim_grace(settings.reclaim_grace)
+}
+
+/// `idemkit_core::InMemoryBackend` through `BlockingBackend`, with the blocking
+/// `Idempotency`, driven from OS threads.
+#[derive(Debug)]
+pub struct InMemoryBlocking;
+
+impl Target for InMemoryBlocking {
+    type Runtime = Threads;
+    type Backend = Blocking<InMemoryBackend>;
+    type Executor = Idempotency<Arc<InMemoryBackend>>;
+
+    fn build(settings: Settings) -> Blocking<InMemoryBackend> {
+        Blocking::new(builder(settings).build())
+    }
+}
+
+impl ManualTime for InMemoryBlocking {
+    fn build_on(settings: Settings, clock: ManualClock) -> Blocking<InMemoryBackend> {
+        Blocking::new(builder(settings).clock(clock).build())
+    }
+}
+
+impl ExactCapacity for InMemoryBlocking {}
+
+/// `idemkit_core::InMemoryBackend` through `Backend`, with `AsyncIdempotency`, its waits
+/// on timer `T`, driven by runtime `R` (the one `T` sleeps on).
+#[derive(Debug)]
+pub struct InMemoryAsync<T, R>(PhantomData<fn() -> (T, R)>);
+
+impl<T: Timer + Default, R: Runtime> Target for InMemoryAsync<T, R> {
+    type Runtime = R;
+    type Backend = Async<InMemoryBackend>;
+    type Executor = AsyncIdempotency<InMemoryBackend>;
+
+    fn build(settings: Settings) -> Async<InMemoryBackend> {
+        Async(builder(settings).timer(T::default()).build())
+    }
+}
+
+impl<T: Timer + Default, R: Runtime> ManualTime for InMemoryAsync<T, R> {
+    fn build_on(settings: Settings, clock: ManualClock) -> Async<InMemoryBackend> {
+        Async(builder(settings).timer(T::default()).clock(clock).build())
+    }
+}
+
+impl<T: Timer + Default, R: Runtime> ExactCapacity for InMemoryAsync<T, R> {}
+
+impl<T: Timer + Default, R: Runtime> Purging for InMemoryAsync<T, R> {
+    fn run_purger(backend: &Async<InMemoryBackend>) -> impl Future<Output = ()> + Send {
+        let backend = backend.0.clone();
+        async move { backend.run_purger().await }
+    }
+}

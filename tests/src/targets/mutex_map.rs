@@ -1,0 +1,57 @@
+//! The [`MutexMap`] backend as targets, through both of its traits.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use idemkit_core::{AsyncIdempotency, Idempotency, ManualClock};
+
+use crate::backend::{Async, Blocking};
+use crate::mutex_map::MutexMap;
+use crate::runtime::Runtime;
+use crate::runtimes::Threads;
+use crate::target::{ExactCapacity, ManualTime, Settings, Target};
+
+/// [`MutexMap`] through `BlockingBackend`, with the blocking `Idempotency`, on threads.
+#[derive(Debug)]
+pub struct MutexMapBlocking;
+
+impl Target for MutexMapBlocking {
+    type Runtime = Threads;
+    type Backend = Blocking<MutexMap>;
+    type Executor = Idempotency<Arc<MutexMap>>;
+
+    fn build(settings: Settings) -> Blocking<MutexMap> {
+        Blocking::new(MutexMap::new(settings.max_size, settings.reclaim_grace))
+    }
+}
+
+impl ManualTime for MutexMapBlocking {
+    fn build_on(settings: Settings, clock: ManualClock) -> Blocking<MutexMap> {
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace);
+        Blocking::new(backend.on_clock(clock))
+    }
+}
+
+impl ExactCapacity for MutexMapBlocking {}
+
+/// [`MutexMap`] through `Backend`, with `AsyncIdempotency`, driven by runtime `R`.
+#[derive(Debug)]
+pub struct MutexMapAsync<R>(PhantomData<fn() -> R>);
+
+impl<R: Runtime> Target for MutexMapAsync<R> {
+    type Runtime = R;
+    type Backend = Async<MutexMap>;
+    type Executor = AsyncIdempotency<MutexMap>;
+
+    fn build(settings: Settings) -> Async<MutexMap> {
+        Async(MutexMap::new(settings.max_size, settings.reclaim_grace))
+    }
+}
+
+impl<R: Runtime> ManualTime for MutexMapAsync<R> {
+    fn build_on(settings: Settings, clock: ManualClock) -> Async<MutexMap> {
+        Async(MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock))
+    }
+}
+
+impl<R: Runtime> ExactCapacity for MutexMapAsync<R> {}
