@@ -16,11 +16,13 @@ pub(crate) enum Commands {
 }
 
 impl Commands {
+    /// Sends `cmd`; a server's error reply is an `Err`.
     async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
+        let reply = match self {
             Commands::Server(manager) => manager.clone().req_packed_command(cmd).await,
             Commands::Cluster(cluster) => cluster.clone().req_packed_command(cmd).await,
-        }
+        };
+        reply?.extract_error()
     }
 
     /// Sends `call`, an `EVALSHA` of `script` (see [`evalsha`]). A server that does not
@@ -50,12 +52,16 @@ impl Commands {
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(timeout.as_millis() as u64);
         let reply = match self {
-            Commands::Server(manager) => manager.clone().req_packed_command(&wait).await?,
+            Commands::Server(_) => self.send(&wait).await?,
             Commands::Cluster(cluster) => {
                 // The node that owns the key's slot is the one that took the write.
                 let route = Route::with_key(key.as_bytes(), SlotAddr::Master);
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-                cluster.clone().route_command(wait, routing).await?
+                cluster
+                    .clone()
+                    .route_command(wait, routing)
+                    .await?
+                    .extract_error()?
             }
         };
         Ok(redis::from_redis_value(reply)?)
@@ -68,13 +74,17 @@ impl Commands {
         let mut get = redis::cmd("CONFIG");
         get.arg("GET").arg(name);
         let reply = match self {
-            Commands::Server(manager) => manager.clone().req_packed_command(&get).await?,
+            Commands::Server(_) => self.send(&get).await?,
             Commands::Cluster(cluster) => {
                 let routing = RoutingInfo::MultiNode((
                     redis::cluster_routing::MultipleNodeRoutingInfo::AllMasters,
                     None,
                 ));
-                cluster.clone().route_command(get, routing).await?
+                cluster
+                    .clone()
+                    .route_command(get, routing)
+                    .await?
+                    .extract_error()?
             }
         };
         let mut strings = Vec::new();

@@ -8,9 +8,8 @@ use std::time::Duration;
 /// lost, no reply came within the command timeout, the reply made no sense, or too few
 /// replicas acknowledged a write.
 ///
-/// Whatever the cause, the operation may or may not have taken effect on the server,
-/// except where [`RedisError::took_no_effect`] says otherwise; a claim that took effect
-/// unseen lapses with its lease.
+/// Whatever the cause, the operation may or may not have taken effect on the server; a
+/// claim that took effect unseen lapses with its lease.
 #[derive(Debug)]
 pub struct RedisError {
     operation: &'static str,
@@ -23,7 +22,6 @@ pub(crate) enum Cause {
     TimedOut(Duration),
     BadReply(String),
     TooFewReplicas { acknowledged: i64, wanted: u32 },
-    Refused(String),
 }
 
 impl RedisError {
@@ -52,12 +50,6 @@ impl RedisError {
     pub fn is_under_replicated(&self) -> bool {
         matches!(self.cause, Cause::TooFewReplicas { .. })
     }
-
-    /// Whether the operation surely changed nothing on the server (it was refused before
-    /// being sent).
-    pub fn took_no_effect(&self) -> bool {
-        matches!(self.cause, Cause::Refused(_))
-    }
 }
 
 impl fmt::Display for RedisError {
@@ -74,7 +66,6 @@ impl fmt::Display for RedisError {
                 f,
                 "applied, but acknowledged by {acknowledged} of the {wanted} replicas asked for"
             ),
-            Cause::Refused(why) => f.write_str(why),
         }
     }
 }
