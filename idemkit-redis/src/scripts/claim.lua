@@ -32,7 +32,7 @@ if now > record.gone_at then
 end
 if record.state == 'completed' then
   if ARGV[6] ~= '' and ARGV[6] == record.token then
-    return claim('new', true, 'a response that does not decode')
+    return claim('new', true, 'a stored response whose headers do not decode')
   end
   return {'completed', int(now), '', described(record)}
 end
