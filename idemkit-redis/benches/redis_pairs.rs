@@ -1,0 +1,275 @@
+//! Claim+complete pairs per second from 64 concurrent tasks on one Redis server, side by
+//! side in one run against the same `redis-server`:
+//!
+//! - `idemkit_redis`: this crate's backend, 64 tokio tasks sharing one `RedisBackend`
+//!   (one multiplexed connection), each claiming a fresh key and completing it (2-byte
+//!   body, 60 s TTL), again and again;
+//! - `redis_benchmark_ceiling`: the server's own ceiling for the same number of round
+//!   trips: `redis-benchmark` at concurrency 64 sending `EVALSHA` of a trivial script
+//!   (`return 1`) on a random key, two requests per pair;
+//! - `python_reference`: the reference Python backend (PyPI `idemkit[redis]==1.0.2`,
+//!   `RedisBackend`), 64 asyncio tasks doing the same pairs (`bench/python_redis_reference.py`).
+//!
+//! Each criterion sample of each series is one batch of pairs, timed from the first
+//! request to the last reply (the ceiling's and Python's time is what they report for the
+//! batch, without their process start-up). At the end the bench prints, per series, the
+//! median pairs per second over the samples with the slowest and fastest sample, and the
+//! two ratios of the goals: idemkit_redis / ceiling (goal: at least 0.5) and
+//! idemkit_redis / python_reference (goal: at least 10).
+//!
+//! Run: `cargo bench -p idemkit-redis --bench redis_pairs` (starts its own server on a
+//! free loopback port; needs `redis-server` and `redis-benchmark`, and for the Python
+//! series `pip install "idemkit[redis]==1.0.2"`). `cargo test --benches` runs each
+//! series once on a tiny batch, timing nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use idemkit_core::{Backend, Claim, Response};
+use idemkit_redis::RedisBackend;
+use redis_harness::RedisServer;
+
+const TASKS: u64 = 64;
+const SAMPLES: usize = 10;
+const LEASE: Duration = Duration::from_secs(30);
+const TTL: Duration = Duration::from_secs(60);
+
+/// Every (pairs, time) batch each series ran, in order; the last `SAMPLES` are
+/// criterion's samples (the ones before are its warm-up).
+static BATCHES: Mutex<Vec<(&'static str, u64, Duration)>> = Mutex::new(Vec::new());
+
+fn record(series: &'static str, pairs: u64, took: Duration) -> Duration {
+    BATCHES.lock().unwrap().push((series, pairs, took));
+    took
+}
+
+/// `pairs` claim+complete pairs by `TASKS` tasks on `backend`, each on a fresh key.
+fn idemkit_pairs(
+    runtime: &tokio::runtime::Runtime,
+    backend: &RedisBackend,
+    pairs: u64,
+) -> Duration {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let first = NEXT.fetch_add(pairs, Ordering::Relaxed);
+    let body = Response::new(200, "ok");
+    runtime.block_on(async {
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let backend = backend.clone();
+                let response = std::sync::Arc::new(body.clone());
+                tokio::spawn(async move {
+                    for n in (task..pairs).step_by(TASKS as usize) {
+                        let key = format!("pair-{}", first + n);
+                        let Ok(Claim::New(token)) = backend.claim(&key, "fp", 1, LEASE).await
+                        else {
+                            panic!("{key} was not claimed as new");
+                        };
+                        let stored = backend.complete(&key, &token, response.clone(), TTL).await;
+                        assert!(matches!(stored, Ok(true)), "{key} was not stored");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        record("idemkit_redis", pairs, start.elapsed())
+    })
+}
+
+/// The time `redis-benchmark` takes for `2 * pairs` trivial script calls at
+/// concurrency 64 (from its own requests-per-second figure).
+fn ceiling_pairs(server: &RedisServer, sha: &str, pairs: u64) -> Duration {
+    let requests = (2 * pairs).max(2);
+    let output = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
+        .args(["-c", &TASKS.to_string(), "-n", &requests.to_string()])
+        .args(["-r", "100000000", "-q", "--csv"])
+        .args(["EVALSHA", sha, "1", "ceiling:{__rand_int__}"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("redis-benchmark runs");
+    let csv = String::from_utf8_lossy(&output.stdout);
+    // The last line: "EVALSHA ...","<rps>","<avg ms>",...
+    let rps: f64 = csv
+        .lines()
+        .last()
+        .and_then(|line| line.split("\",\"").nth(1))
+        .and_then(|rps| rps.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("no requests per second in redis-benchmark's output: {csv}"));
+    let took = Duration::from_secs_f64(requests as f64 / rps);
+    record("redis_benchmark_ceiling", pairs, took)
+}
+
+/// The time the Python reference reports for one round of `pairs` pairs.
+fn python_pairs(script: &Path, url: &str, pairs: u64) -> Duration {
+    let output = Command::new("python3")
+        .arg(script)
+        .args([
+            "--url",
+            url,
+            "--pairs",
+            &pairs.max(1).to_string(),
+            "--rounds",
+            "1",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the Python reference failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("its JSON line");
+    let per_second = summary["median"].as_f64().expect("a median");
+    record(
+        "python_reference",
+        pairs,
+        Duration::from_secs_f64(pairs.max(1) as f64 / per_second),
+    )
+}
+
+fn python_reference_installed() -> bool {
+    Command::new("python3")
+        .args(["-c", "import idemkit.backends.redis"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Median, slowest and fastest sample of a series, in pairs per second.
+fn figures(series: &str) -> Option<(f64, f64, f64)> {
+    let batches = BATCHES.lock().unwrap();
+    let runs: Vec<f64> = batches
+        .iter()
+        .filter(|(name, ..)| *name == series)
+        .map(|(_, pairs, took)| *pairs as f64 / took.as_secs_f64())
+        .collect();
+    let mut samples = runs[runs.len().saturating_sub(SAMPLES)..].to_vec();
+    if samples.is_empty() {
+        return None;
+    }
+    samples.sort_by(f64::total_cmp);
+    let middle = samples.len() / 2;
+    let median = if samples.len().is_multiple_of(2) {
+        (samples[middle - 1] + samples[middle]) / 2.0
+    } else {
+        samples[middle]
+    };
+    Some((median, samples[0], samples[samples.len() - 1]))
+}
+
+fn summarize(python: bool) {
+    let series = [
+        "idemkit_redis",
+        "redis_benchmark_ceiling",
+        "python_reference",
+    ];
+    let mut medians = Vec::new();
+    println!(
+        "\nredis_pairs: claim+complete pairs per second, {TASKS} concurrent tasks, one server"
+    );
+    println!(
+        "  {:<26} {:>12} {:>24}",
+        "series", "median", "samples (slowest..fastest)"
+    );
+    for name in series {
+        let Some((median, slowest, fastest)) = figures(name) else {
+            continue;
+        };
+        println!("  {name:<26} {median:>12.0} {slowest:>11.0} .. {fastest:<11.0}");
+        medians.push((name, median));
+    }
+    let median_of = |wanted: &str| {
+        medians
+            .iter()
+            .find(|(name, _)| *name == wanted)
+            .map(|(_, m)| *m)
+    };
+    if let (Some(ours), Some(ceiling)) = (
+        median_of("idemkit_redis"),
+        median_of("redis_benchmark_ceiling"),
+    ) {
+        println!(
+            "  idemkit_redis / ceiling:          {:.2}x (goal >= 0.5x)",
+            ours / ceiling
+        );
+    }
+    match (median_of("idemkit_redis"), median_of("python_reference")) {
+        (Some(ours), Some(reference)) => {
+            println!(
+                "  idemkit_redis / python_reference: {:.1}x (goal >= 10x)",
+                ours / reference
+            )
+        }
+        _ if !python => println!(
+            "  python_reference skipped: pip install \"idemkit[redis]==1.0.2\" to measure it"
+        ),
+        _ => {}
+    }
+}
+
+fn main() {
+    if !redis_harness::available() {
+        return;
+    }
+    let server = RedisServer::start().expect("a bench server starts");
+    let sha = server
+        .cli(&["SCRIPT", "LOAD", "return 1"])
+        .expect("the ceiling's script loads")
+        .trim()
+        .to_owned();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = runtime
+        .block_on(
+            RedisBackend::builder()
+                .url(&server.url())
+                .namespace("bench")
+                .build(),
+        )
+        .expect("the backend connects");
+    let script: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "bench",
+        "python_redis_reference.py",
+    ]
+    .iter()
+    .collect();
+    let python = python_reference_installed();
+
+    let mut criterion = Criterion::default()
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(10))
+        .configure_from_args();
+    let mut group = criterion.benchmark_group("redis_pairs");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("idemkit_redis", |b| {
+        b.iter_custom(|pairs| idemkit_pairs(&runtime, &backend, pairs))
+    });
+    group.bench_function("redis_benchmark_ceiling", |b| {
+        b.iter_custom(|pairs| ceiling_pairs(&server, &sha, pairs))
+    });
+    if python {
+        group.bench_function("python_reference", |b| {
+            b.iter_custom(|pairs| python_pairs(&script, &server.url(), pairs))
+        });
+    }
+    group.finish();
+    criterion.final_summary();
+    summarize(python);
+}
