@@ -6,18 +6,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
-use redis::{Cmd, Script, Value};
+use redis::{Cmd, Value};
 
 use crate::commands::{Commands, evalsha};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
 use crate::error::{Cause, RedisError};
 use crate::headers;
 use crate::layout::Layout;
-use crate::record::to_record;
-use crate::reply::{self, ClaimReply, ReadReply};
-use crate::runtime::{Elapsed, Timers, within};
+use crate::record::{Undecodable, to_record};
+use crate::releases::PendingReleases;
+use crate::reply::{self, ClaimReply, ReadReply, Stored};
+use crate::responses::SharedResponses;
+use crate::runtime::{Elapsed, Spawner, Timers, within};
 use crate::scripts::SCRIPTS;
-use crate::server_clock::{ServerNow, micros};
+use crate::server_clock::{ServerClock, ServerNow, micros};
 use crate::token;
 use crate::wakeups::Wakeups;
 
@@ -53,6 +55,18 @@ pub(crate) struct Inner {
     pub(crate) command_timeout: Duration,
     pub(crate) replicas: Option<Replicas>,
     pub(crate) on_corrupt: Option<OnCorrupt>,
+    pub(crate) clock: ServerClock,
+    pub(crate) responses: SharedResponses,
+    /// The runtime the backend was built in, for work that must outlive its caller.
+    pub(crate) spawner: Spawner,
+    pub(crate) releases: Arc<PendingReleases>,
+}
+
+/// When a command was sent and when its reply arrived.
+#[derive(Clone, Copy)]
+struct RoundTrip {
+    sent: Instant,
+    seen: Instant,
 }
 
 /// What a read found, as a waiter needs it.
@@ -73,23 +87,20 @@ fn storage(operation: &'static str, cause: Cause) -> Error {
 }
 
 impl Inner {
-    /// Sends `call`, an `EVALSHA` of `script`, within the command timeout; the reply and
+    /// Sends `call`, an `EVALSHA` (see [`evalsha`]), within the command timeout; the reply and
     /// when it arrived.
     async fn call(
         &self,
         operation: &'static str,
-        script: &Script,
         call: &Cmd,
         timers: Timers,
-    ) -> Result<(Value, Instant), Error> {
-        match within(
-            timers,
-            self.command_timeout,
-            self.commands.run(script, call),
-        )
-        .await
-        {
-            Ok(Ok(value)) => Ok((value, Instant::now())),
+    ) -> Result<(Value, RoundTrip), Error> {
+        let sent = Instant::now();
+        match within(timers, self.command_timeout, self.commands.run(call)).await {
+            Ok(Ok(value)) => {
+                let seen = Instant::now();
+                Ok((value, RoundTrip { sent, seen }))
+            }
             Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
             Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
         }
@@ -128,6 +139,23 @@ impl Inner {
         }
     }
 
+    /// Waits for a release of `key` this backend has in flight, if any.
+    pub(crate) async fn settled(&self, key: &str, timers: Timers) {
+        self.releases
+            .settled(key, timers, self.command_timeout)
+            .await;
+    }
+
+    fn record(
+        &self,
+        key: &str,
+        storage_key: &str,
+        stored: Stored,
+        now: &ServerNow,
+    ) -> Result<Record, Undecodable> {
+        to_record(key, storage_key, stored, now, &self.responses)
+    }
+
     fn corrupt(&self, key: &str, storage_key: &str, reason: String, overwritten: bool) {
         let record = CorruptRecord {
             key: key.to_owned(),
@@ -146,6 +174,7 @@ impl Inner {
         lease_ttl: Duration,
         timers: Timers,
     ) -> Result<Claim, Error> {
+        self.settled(key, timers).await;
         let storage_key = self.layout.storage_key(key);
         let token = token::fresh().map_err(Error::storage)?;
         let token_text = token.to_string();
@@ -163,9 +192,10 @@ impl Inner {
                         .map(ToString::to_string)
                         .unwrap_or_default(),
                 );
-            let (value, seen) = self.call("claim", &SCRIPTS.claim, &call, timers).await?;
-            let (reply, now) = reply::claim(value, seen)
-                .map_err(|bad| storage("claim", Cause::BadReply(bad.0)))?;
+            let (value, trip) = self.call("claim", &call, timers).await?;
+            let (reply, now) =
+                reply::claim(value).map_err(|bad| storage("claim", Cause::BadReply(bad.0)))?;
+            let now = self.clock.observe(now, trip.sent, trip.seen);
             match reply {
                 ClaimReply::Won {
                     reclaimed,
@@ -183,12 +213,13 @@ impl Inner {
                 }
                 ClaimReply::InFlight(stored) => {
                     // A claim carries no response, so it always decodes.
-                    let record = to_record(key, stored, &now).map_err(|_| {
+                    let record = self.record(key, &storage_key, stored, &now).map_err(|_| {
                         storage("claim", Cause::BadReply("a claim with a response".into()))
                     })?;
                     return Ok(Claim::InFlight(record));
                 }
-                ClaimReply::Completed(stored) => match to_record(key, stored, &now) {
+                ClaimReply::Completed(stored) => match self.record(key, &storage_key, stored, &now)
+                {
                     Ok(record) => return Ok(Claim::Completed(record)),
                     // Its headers do not decode: claim again, replacing exactly it.
                     Err(undecodable) => replacing = Some(undecodable.token),
@@ -205,10 +236,11 @@ impl Inner {
         &self,
         key: &str,
         token: &ClaimToken,
-        response: &Response,
+        response: &Arc<Response>,
         expires_after: Duration,
         timers: Timers,
     ) -> Result<bool, Error> {
+        self.settled(key, timers).await;
         let storage_key = self.layout.storage_key(key);
         let headers = headers::encode(
             response
@@ -222,8 +254,11 @@ impl Inner {
             .arg(response.status)
             .arg(headers)
             .arg(response.body.as_ref());
-        self.write("complete", &SCRIPTS.complete, &call, &storage_key, timers)
-            .await
+        let stored = self.write("complete", &call, &storage_key, timers).await?;
+        if stored {
+            self.responses.remember(&storage_key, token, response);
+        }
+        Ok(stored)
     }
 
     pub(crate) async fn release(
@@ -235,8 +270,7 @@ impl Inner {
         let storage_key = self.layout.storage_key(key);
         let mut call = evalsha(&SCRIPTS.release, &storage_key);
         call.arg(token.to_string());
-        self.write("release", &SCRIPTS.release, &call, &storage_key, timers)
-            .await
+        self.write("release", &call, &storage_key, timers).await
     }
 
     pub(crate) async fn renew(
@@ -246,13 +280,13 @@ impl Inner {
         lease_ttl: Duration,
         timers: Timers,
     ) -> Result<bool, Error> {
+        self.settled(key, timers).await;
         let storage_key = self.layout.storage_key(key);
         let mut call = evalsha(&SCRIPTS.renew, &storage_key);
         call.arg(token.to_string())
             .arg(micros(lease_ttl))
             .arg(micros(self.reclaim_grace));
-        self.write("renew", &SCRIPTS.renew, &call, &storage_key, timers)
-            .await
+        self.write("renew", &call, &storage_key, timers).await
     }
 
     /// Complete, release or renew: whether the token held the key and the write was made
@@ -260,14 +294,14 @@ impl Inner {
     async fn write(
         &self,
         operation: &'static str,
-        script: &Script,
         call: &Cmd,
         storage_key: &str,
         timers: Timers,
     ) -> Result<bool, Error> {
-        let (value, seen) = self.call(operation, script, call, timers).await?;
-        let (done, _) =
-            reply::write(value, seen).map_err(|bad| storage(operation, Cause::BadReply(bad.0)))?;
+        let (value, trip) = self.call(operation, call, timers).await?;
+        let (done, now) =
+            reply::write(value).map_err(|bad| storage(operation, Cause::BadReply(bad.0)))?;
+        self.clock.observe(now, trip.sent, trip.seen);
         if done {
             self.replicate(operation, storage_key, timers).await?;
         }
@@ -282,9 +316,10 @@ impl Inner {
         timers: Timers,
     ) -> Result<Found, Error> {
         let call = evalsha(&SCRIPTS.read, storage_key);
-        let (value, seen) = self.call("read", &SCRIPTS.read, &call, timers).await?;
-        let (reply, now): (ReadReply, ServerNow) =
-            reply::read(value, seen).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
+        let (value, trip) = self.call("read", &call, timers).await?;
+        let (reply, now) =
+            reply::read(value).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
+        let now = self.clock.observe(now, trip.sent, trip.seen);
         let stored = match reply {
             ReadReply::Absent { corrupt: None } => return Ok(Found::Nothing),
             ReadReply::Absent {
@@ -297,7 +332,7 @@ impl Inner {
         };
         let lease_until = stored.lease_until;
         let claimed = stored.result.is_none();
-        match to_record(key, stored, &now) {
+        match self.record(key, storage_key, stored, &now) {
             Ok(record) if claimed => {
                 let lease_left = (now.micros() <= lease_until).then(|| now.until(lease_until));
                 Ok(Found::Claimed { record, lease_left })
@@ -312,6 +347,7 @@ impl Inner {
     }
 
     pub(crate) async fn get(&self, key: &str, timers: Timers) -> Result<Option<Record>, Error> {
+        self.settled(key, timers).await;
         let storage_key = self.layout.storage_key(key);
         Ok(match self.find(key, &storage_key, timers).await? {
             Found::Nothing => None,

@@ -13,7 +13,9 @@ use crate::commands::Commands;
 use crate::corrupt::{CorruptRecord, OnCorrupt};
 use crate::error::{Cause, RedisError};
 use crate::layout::Layout;
-use crate::runtime::{Elapsed, Timers, within};
+use crate::responses::SharedResponses;
+use crate::runtime::{Elapsed, Spawner, Timers, within};
+use crate::server_clock::ServerClock;
 use crate::wakeups::{SubscriberOptions, Wakeups};
 
 /// What to do when the server's `maxmemory-policy` may evict the backend's keys.
@@ -330,6 +332,7 @@ impl Builder {
             }
         };
         check_eviction(&commands, self.eviction, self.command_timeout, timers).await?;
+        connected(within(timers, limit, commands.load_scripts()).await, limit)?;
         Ok(RedisBackend {
             inner: Arc::new(Inner {
                 commands,
@@ -340,6 +343,10 @@ impl Builder {
                 command_timeout: self.command_timeout,
                 replicas: self.replicas,
                 on_corrupt: self.on_corrupt,
+                clock: ServerClock::default(),
+                responses: SharedResponses::default(),
+                spawner: Spawner::current(),
+                releases: Arc::default(),
             }),
         })
     }

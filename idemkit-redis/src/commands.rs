@@ -8,6 +8,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
 
+use crate::scripts::SCRIPTS;
+
 /// A multiplexed, self-reconnecting connection to a server or a cluster. Clones share it.
 #[derive(Clone)]
 pub(crate) enum Commands {
@@ -27,18 +29,28 @@ impl Commands {
 
     /// Sends `call`, an `EVALSHA` of `script` (see [`evalsha`]). A server that does not
     /// know the script (`NOSCRIPT`: restarted, failed over, a new cluster node) is sent
-    /// its source with `SCRIPT LOAD`, then `call` again, once.
-    pub(crate) async fn run(&self, script: &Script, call: &Cmd) -> RedisResult<Value> {
+    /// every script with `SCRIPT LOAD`, then `call` again, once.
+    pub(crate) async fn run(&self, call: &Cmd) -> RedisResult<Value> {
         match self.send(call).await {
             Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                match self {
-                    Commands::Server(manager) => script.load_async(&mut manager.clone()).await?,
-                    Commands::Cluster(cluster) => script.load_async(&mut cluster.clone()).await?,
-                };
+                self.load_scripts().await?;
                 self.send(call).await
             }
             result => result,
         }
+    }
+
+    /// Loads every script (on every node of a cluster). Done when the backend is built,
+    /// and again when a server has forgotten them: an operation then needs one round trip
+    /// from its first poll, which is all a release from a dropped run gets.
+    pub(crate) async fn load_scripts(&self) -> RedisResult<()> {
+        for script in SCRIPTS.all() {
+            match self {
+                Commands::Server(manager) => script.load_async(&mut manager.clone()).await?,
+                Commands::Cluster(cluster) => script.load_async(&mut cluster.clone()).await?,
+            };
+        }
+        Ok(())
     }
 
     /// `WAIT replicas timeout` on the connection that wrote `key`: how many replicas

@@ -22,11 +22,17 @@ pub(crate) enum Cause {
     TimedOut(Duration),
     BadReply(String),
     TooFewReplicas { acknowledged: i64, wanted: u32 },
+    RuntimeGone,
 }
 
 impl RedisError {
     pub(crate) fn new(operation: &'static str, cause: Cause) -> RedisError {
         RedisError { operation, cause }
+    }
+
+    /// The runtime the backend was built in has shut down: its connections are gone.
+    pub(crate) fn runtime_gone(operation: &'static str) -> RedisError {
+        RedisError::new(operation, Cause::RuntimeGone)
     }
 
     /// The backend operation that failed: `"claim"`, `"complete"`, `"release"`,
@@ -59,6 +65,9 @@ impl fmt::Display for RedisError {
             Cause::Redis(error) => write!(f, "{error}"),
             Cause::TimedOut(limit) => write!(f, "no reply within {limit:?}"),
             Cause::BadReply(what) => write!(f, "unexpected reply: {what}"),
+            Cause::RuntimeGone => f.write_str(
+                "the async runtime the backend was built in has shut down, and its connections with it",
+            ),
             Cause::TooFewReplicas {
                 acknowledged,
                 wanted,

@@ -5,6 +5,7 @@ use idemkit_core::{ClaimToken, Record, Response};
 
 use crate::headers;
 use crate::reply::Stored;
+use crate::responses::SharedResponses;
 use crate::server_clock::ServerNow;
 
 /// A completed record whose stored headers do not decode; its token names it, so a claim
@@ -14,8 +15,15 @@ pub(crate) struct Undecodable {
     pub(crate) token: ClaimToken,
 }
 
-/// `stored`, the record of `key` read in a reply that carried `now`.
-pub(crate) fn to_record(key: &str, stored: Stored, now: &ServerNow) -> Result<Record, Undecodable> {
+/// `stored`, the record of `key` (at `storage_key`) read in a reply that carried `now`;
+/// its response shared through `responses`.
+pub(crate) fn to_record(
+    key: &str,
+    storage_key: &str,
+    stored: Stored,
+    now: &ServerNow,
+    responses: &SharedResponses,
+) -> Result<Record, Undecodable> {
     let record = Record::claimed(
         key,
         &stored.fingerprint,
@@ -37,6 +45,7 @@ pub(crate) fn to_record(key: &str, stored: Stored, now: &ServerNow) -> Result<Re
         headers,
         body: result.body,
     };
+    let response = responses.share(storage_key, &stored.token, response);
     Ok(record.into_completed(
         now.instant(result.completed_at),
         now.instant(stored.gone_at),

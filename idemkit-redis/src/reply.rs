@@ -1,13 +1,9 @@
 //! The scripts' replies, read into typed values (see the reply line at the top of each
 //! script).
 
-use std::time::Instant;
-
 use bytes::Bytes;
 use idemkit_core::ClaimToken;
 use redis::Value;
-
-use crate::server_clock::ServerNow;
 
 /// A reply that is not what the script returns: a bug, or not our script.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,11 +60,11 @@ pub(crate) enum ReadReply {
     Present(Stored),
 }
 
-/// Reads the reply of the claim script, received at `seen`.
-pub(crate) fn claim(value: Value, seen: Instant) -> Result<(ClaimReply, ServerNow), BadReply> {
+/// Reads the reply of the claim script, and the server's `now` it carries.
+pub(crate) fn claim(value: Value) -> Result<(ClaimReply, u64), BadReply> {
     let mut items = Items::of(value)?;
     let outcome = items.text()?;
-    let now = ServerNow::new(items.number()?, seen);
+    let now = items.number()?;
     let note = items.text()?;
     let reply = match outcome.as_str() {
         "new" | "reclaimed" => ClaimReply::Won {
@@ -83,11 +79,11 @@ pub(crate) fn claim(value: Value, seen: Instant) -> Result<(ClaimReply, ServerNo
     Ok((reply, now))
 }
 
-/// Reads the reply of the read script, received at `seen`.
-pub(crate) fn read(value: Value, seen: Instant) -> Result<(ReadReply, ServerNow), BadReply> {
+/// Reads the reply of the read script, and the server's `now` it carries.
+pub(crate) fn read(value: Value) -> Result<(ReadReply, u64), BadReply> {
     let mut items = Items::of(value)?;
     let state = items.text()?;
-    let now = ServerNow::new(items.number()?, seen);
+    let now = items.number()?;
     let note = items.text()?;
     let reply = match state.as_str() {
         "absent" => ReadReply::Absent {
@@ -101,15 +97,16 @@ pub(crate) fn read(value: Value, seen: Instant) -> Result<(ReadReply, ServerNow)
     Ok((reply, now))
 }
 
-/// Reads the reply of complete, release or renew: whether it took effect.
-pub(crate) fn write(value: Value, seen: Instant) -> Result<(bool, ServerNow), BadReply> {
+/// Reads the reply of complete, release or renew: whether it took effect, and the
+/// server's `now`.
+pub(crate) fn write(value: Value) -> Result<(bool, u64), BadReply> {
     let mut items = Items::of(value)?;
     let done = match items.number()? {
         0 => false,
         1 => true,
         other => return Err(bad(format!("write result {other}"))),
     };
-    let now = ServerNow::new(items.number()?, seen);
+    let now = items.number()?;
     items.end()?;
     Ok((done, now))
 }
@@ -209,8 +206,7 @@ mod tests {
 
     #[test]
     fn claim_replies_read_into_outcomes() {
-        let seen = Instant::now();
-        let (won, now) = claim(array(&["new", "100", ""]), seen).unwrap();
+        let (won, now) = claim(array(&["new", "100", ""])).unwrap();
         assert_eq!(
             won,
             ClaimReply::Won {
@@ -218,8 +214,8 @@ mod tests {
                 replaced: None
             }
         );
-        assert_eq!(now.micros(), 100);
-        let (won, _) = claim(array(&["reclaimed", "100", ""]), seen).unwrap();
+        assert_eq!(now, 100);
+        let (won, _) = claim(array(&["reclaimed", "100", ""])).unwrap();
         assert!(matches!(
             won,
             ClaimReply::Won {
@@ -227,7 +223,7 @@ mod tests {
                 ..
             }
         ));
-        let (won, _) = claim(array(&["new", "100", "a string value"]), seen).unwrap();
+        let (won, _) = claim(array(&["new", "100", "a string value"])).unwrap();
         assert_eq!(
             won,
             ClaimReply::Won {
@@ -235,10 +231,17 @@ mod tests {
                 replaced: Some("a string value".into())
             }
         );
-        let (busy, _) = claim(
-            array(&["in_flight", "100", "", TOKEN, "fp", "3", "90", "130", "190"]),
-            seen,
-        )
+        let (busy, _) = claim(array(&[
+            "in_flight",
+            "100",
+            "",
+            TOKEN,
+            "fp",
+            "3",
+            "90",
+            "130",
+            "190",
+        ]))
         .unwrap();
         let ClaimReply::InFlight(record) = busy else {
             panic!("{busy:?}")
@@ -253,24 +256,21 @@ mod tests {
             (90, 130, 190)
         );
         assert_eq!(record.result, None);
-        let (done, _) = claim(
-            array(&[
-                "completed",
-                "100",
-                "",
-                TOKEN,
-                "fp",
-                "3",
-                "90",
-                "130",
-                "190",
-                "95",
-                "201",
-                "",
-                "body",
-            ]),
-            seen,
-        )
+        let (done, _) = claim(array(&[
+            "completed",
+            "100",
+            "",
+            TOKEN,
+            "fp",
+            "3",
+            "90",
+            "130",
+            "190",
+            "95",
+            "201",
+            "",
+            "body",
+        ]))
         .unwrap();
         let ClaimReply::Completed(record) = done else {
             panic!("{done:?}")
@@ -282,7 +282,6 @@ mod tests {
 
     #[test]
     fn replies_that_are_not_the_scripts_are_errors() {
-        let seen = Instant::now();
         for value in [
             Value::Nil,
             Value::Int(1),
@@ -314,19 +313,18 @@ mod tests {
                 "190",
             ]),
         ] {
-            assert!(claim(value.clone(), seen).is_err(), "{value:?}");
+            assert!(claim(value.clone()).is_err(), "{value:?}");
         }
-        assert!(write(Value::Array(vec![Value::Int(2), bulk("1")]), seen).is_err());
-        assert!(read(array(&["gone", "1", ""]), seen).is_err());
+        assert!(write(Value::Array(vec![Value::Int(2), bulk("1")])).is_err());
+        assert!(read(array(&["gone", "1", ""])).is_err());
     }
 
     #[test]
     fn write_and_read_replies() {
-        let seen = Instant::now();
-        let (done, now) = write(Value::Array(vec![Value::Int(1), bulk("42")]), seen).unwrap();
+        let (done, now) = write(Value::Array(vec![Value::Int(1), bulk("42")])).unwrap();
         assert!(done);
-        assert_eq!(now.micros(), 42);
-        let (absent, _) = read(array(&["absent", "1", "a list value"]), seen).unwrap();
+        assert_eq!(now, 42);
+        let (absent, _) = read(array(&["absent", "1", "a list value"])).unwrap();
         assert_eq!(
             absent,
             ReadReply::Absent {

@@ -31,6 +31,19 @@ pub(crate) struct Scripts {
     pub(crate) read: Script,
 }
 
+impl Scripts {
+    /// Every script.
+    pub(crate) fn all(&self) -> [&Script; 5] {
+        [
+            &self.claim,
+            &self.complete,
+            &self.release,
+            &self.renew,
+            &self.read,
+        ]
+    }
+}
+
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     claim: Script::new(CLAIM),
     complete: Script::new(COMPLETE),

@@ -9,6 +9,7 @@ use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Clock, Error, Re
 use idemkit_core::{Sleep, Timer};
 
 use crate::backend::RedisBackend;
+use crate::error::RedisError;
 use crate::runtime::{Timers, sleep};
 
 /// Real time: tokio's sleep when polled inside a tokio runtime, async-io's anywhere else.
@@ -61,8 +62,21 @@ impl Backend for RedisBackend {
             .await
     }
 
+    /// Carried out by a task on the backend's runtime, so that a caller who drops this
+    /// future after polling it once (the executor, when a run is dropped) still releases
+    /// the key instead of leaving it to lapse.
     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        self.inner.release(key, token, Timers::Auto).await
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let (inner, key, token) = (self.inner.clone(), key.to_owned(), token.clone());
+        let pending = self.inner.releases.begin(&key);
+        self.inner.spawner.spawn(async move {
+            let released = inner.release(&key, &token, Timers::Auto).await;
+            drop(pending);
+            let _ = sender.send(released);
+        });
+        receiver
+            .await
+            .unwrap_or_else(|_| Err(Error::storage(RedisError::runtime_gone("release"))))
     }
 
     async fn renew(

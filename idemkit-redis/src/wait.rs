@@ -47,6 +47,7 @@ impl Inner {
         timeout: Duration,
         timers: Timers,
     ) -> Result<Option<Record>, Error> {
+        self.settled(key, timers).await;
         let storage_key = self.layout.storage_key(key);
         let watcher = self.wakeups.watch(&storage_key);
         let waiting = async {
