@@ -10,12 +10,15 @@
 //! - `python_reference`: the reference Python backend (PyPI `idemkit[redis]==1.0.2`,
 //!   `RedisBackend`), 64 asyncio tasks doing the same pairs (`bench/python_redis_reference.py`).
 //!
-//! Each criterion sample of each series is one batch of pairs, timed from the first
-//! request to the last reply (the ceiling's and Python's time is what they report for the
-//! batch, without their process start-up). At the end the bench prints, per series, the
-//! median pairs per second over the samples with the slowest and fastest sample, and the
-//! two ratios of the goals: idemkit_redis / ceiling (goal: at least 0.5) and
-//! idemkit_redis / python_reference (goal: at least 10).
+//! Each criterion sample of each series runs one batch of a fixed number of pairs
+//! (`BATCH`), timed from the first request to the last reply (the ceiling's and Python's
+//! time is what they report for the batch, without their process start-up), and hands
+//! criterion the time per pair times the iterations it asked for: a process per sample
+//! could not run the tens of thousands of iterations criterion would ask of a fast
+//! series, nor a slow one a single pair meaningfully. At the end the bench prints, per
+//! series, the median pairs per second over its ten samples with the slowest and fastest
+//! sample, and the two ratios of the goals: idemkit_redis / ceiling (goal: at least 0.5)
+//! and idemkit_redis / python_reference (goal: at least 10).
 //!
 //! Run: `cargo bench -p idemkit-redis --bench redis_pairs` (starts its own server on a
 //! free loopback port; needs `redis-server` and `redis-benchmark`, and for the Python
@@ -35,6 +38,10 @@ use redis_harness::RedisServer;
 
 const TASKS: u64 = 64;
 const SAMPLES: usize = 10;
+/// Pairs per sample: enough that each batch lasts a good fraction of a second.
+const BATCH: u64 = 4_000;
+/// Pairs per run under `cargo test --benches`, which only checks that each series works.
+const SMOKE_BATCH: u64 = 64;
 const LEASE: Duration = Duration::from_secs(30);
 const TTL: Duration = Duration::from_secs(60);
 
@@ -42,17 +49,29 @@ const TTL: Duration = Duration::from_secs(60);
 /// criterion's samples (the ones before are its warm-up).
 static BATCHES: Mutex<Vec<(&'static str, u64, Duration)>> = Mutex::new(Vec::new());
 
-fn record(series: &'static str, pairs: u64, took: Duration) -> Duration {
+/// Records that `pairs` pairs of `series` took `took`, and returns what criterion's
+/// `iters` iterations take at that pace.
+fn record(series: &'static str, pairs: u64, took: Duration, iters: u64) -> Duration {
     BATCHES.lock().unwrap().push((series, pairs, took));
-    took
+    took.div_f64(pairs as f64).mul_f64(iters as f64)
 }
 
-/// `pairs` claim+complete pairs by `TASKS` tasks on `backend`, each on a fresh key.
+/// The pairs of one batch: [`BATCH`] when benchmarking, [`SMOKE_BATCH`] in test mode.
+fn batch() -> u64 {
+    if std::env::args().any(|arg| arg == "--bench") {
+        BATCH
+    } else {
+        SMOKE_BATCH
+    }
+}
+
+/// A batch of claim+complete pairs by `TASKS` tasks on `backend`, each on a fresh key.
 fn idemkit_pairs(
     runtime: &tokio::runtime::Runtime,
     backend: &RedisBackend,
-    pairs: u64,
+    iters: u64,
 ) -> Duration {
+    let pairs = batch();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let first = NEXT.fetch_add(pairs, Ordering::Relaxed);
     let body = Response::new(200, "ok");
@@ -78,14 +97,15 @@ fn idemkit_pairs(
         for task in tasks {
             task.await.unwrap();
         }
-        record("idemkit_redis", pairs, start.elapsed())
+        record("idemkit_redis", pairs, start.elapsed(), iters)
     })
 }
 
-/// The time `redis-benchmark` takes for `2 * pairs` trivial script calls at
+/// The time `redis-benchmark` takes for two trivial script calls per pair of a batch at
 /// concurrency 64 (from its own requests-per-second figure).
-fn ceiling_pairs(server: &RedisServer, sha: &str, pairs: u64) -> Duration {
-    let requests = (2 * pairs).max(2);
+fn ceiling_pairs(server: &RedisServer, sha: &str, iters: u64) -> Duration {
+    let pairs = batch();
+    let requests = 2 * pairs;
     let output = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
         .args(["-c", &TASKS.to_string(), "-n", &requests.to_string()])
@@ -103,21 +123,15 @@ fn ceiling_pairs(server: &RedisServer, sha: &str, pairs: u64) -> Duration {
         .and_then(|rps| rps.trim_matches('"').parse().ok())
         .unwrap_or_else(|| panic!("no requests per second in redis-benchmark's output: {csv}"));
     let took = Duration::from_secs_f64(requests as f64 / rps);
-    record("redis_benchmark_ceiling", pairs, took)
+    record("redis_benchmark_ceiling", pairs, took, iters)
 }
 
-/// The time the Python reference reports for one round of `pairs` pairs.
-fn python_pairs(script: &Path, url: &str, pairs: u64) -> Duration {
+/// The time the Python reference reports for one round of a batch of pairs.
+fn python_pairs(script: &Path, url: &str, iters: u64) -> Duration {
+    let pairs = batch();
     let output = Command::new("python3")
         .arg(script)
-        .args([
-            "--url",
-            url,
-            "--pairs",
-            &pairs.max(1).to_string(),
-            "--rounds",
-            "1",
-        ])
+        .args(["--url", url, "--pairs", &pairs.to_string(), "--rounds", "1"])
         .stdin(Stdio::null())
         .output()
         .expect("python3 runs");
@@ -130,11 +144,8 @@ fn python_pairs(script: &Path, url: &str, pairs: u64) -> Duration {
     let summary: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("its JSON line");
     let per_second = summary["median"].as_f64().expect("a median");
-    record(
-        "python_reference",
-        pairs,
-        Duration::from_secs_f64(pairs.max(1) as f64 / per_second),
-    )
+    let took = Duration::from_secs_f64(pairs as f64 / per_second);
+    record("python_reference", pairs, took, iters)
 }
 
 fn python_reference_installed() -> bool {
@@ -253,20 +264,20 @@ fn main() {
 
     let mut criterion = Criterion::default()
         .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_secs(2))
-        .measurement_time(Duration::from_secs(10))
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5))
         .configure_from_args();
     let mut group = criterion.benchmark_group("redis_pairs");
     group.throughput(Throughput::Elements(1));
     group.bench_function("idemkit_redis", |b| {
-        b.iter_custom(|pairs| idemkit_pairs(&runtime, &backend, pairs))
+        b.iter_custom(|iters| idemkit_pairs(&runtime, &backend, iters))
     });
     group.bench_function("redis_benchmark_ceiling", |b| {
-        b.iter_custom(|pairs| ceiling_pairs(&server, &sha, pairs))
+        b.iter_custom(|iters| ceiling_pairs(&server, &sha, iters))
     });
     if python {
         group.bench_function("python_reference", |b| {
-            b.iter_custom(|pairs| python_pairs(&script, &server.url(), pairs))
+            b.iter_custom(|iters| python_pairs(&script, &server.url(), iters))
         });
     }
     group.finish();
