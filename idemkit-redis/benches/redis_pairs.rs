@@ -239,8 +239,14 @@ fn main() {
         .expect("the ceiling's script loads")
         .trim()
         .to_owned();
+    // Client threads: 2 by default, the machine's cores (the client is light: under
+    // perf it took about 4% of the samples during its series, the server 22%).
+    let workers = std::env::var("IDEMKIT_BENCH_WORKERS")
+        .ok()
+        .and_then(|workers| workers.parse().ok())
+        .unwrap_or(2);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
@@ -283,4 +289,67 @@ fn main() {
     group.finish();
     criterion.final_summary();
     summarize(python);
+    if std::env::args().any(|arg| arg == "--bench") {
+        paired_rounds(
+            &runtime,
+            &backend,
+            &server,
+            &sha,
+            python.then_some(script.as_path()),
+        );
+    }
+}
+
+/// How many interleaved rounds the paired ratios come from.
+const ROUNDS: usize = 7;
+
+/// Ratios with the load held equal: in each round one batch of each series, back to
+/// back, and the round's ratios; then the median and the range of each ratio. (On a
+/// shared machine the load moves between criterion's series, which run one after the
+/// other; within a round it moves far less.)
+fn paired_rounds(
+    runtime: &tokio::runtime::Runtime,
+    backend: &RedisBackend,
+    server: &RedisServer,
+    sha: &str,
+    python: Option<&Path>,
+) {
+    let per_second = |took: Duration| BATCH as f64 / took.as_secs_f64();
+    let mut to_ceiling = Vec::new();
+    let mut to_python = Vec::new();
+    println!(
+        "\nredis_pairs, paired: {ROUNDS} rounds of one {BATCH}-pair batch per series, back to back"
+    );
+    for round in 1..=ROUNDS {
+        let ours = per_second(idemkit_pairs(runtime, backend, BATCH));
+        let ceiling = per_second(ceiling_pairs(server, sha, BATCH));
+        let reference = python.map(|script| per_second(python_pairs(script, &server.url(), BATCH)));
+        to_ceiling.push(ours / ceiling);
+        let against_python = reference.map(|reference| ours / reference);
+        to_python.extend(against_python);
+        println!(
+            "  round {round}: idemkit_redis {ours:.0}/s, ceiling {ceiling:.0}/s, python {}; ours/ceiling {:.2}x, ours/python {}",
+            reference.map_or("-".to_owned(), |reference| format!("{reference:.0}/s")),
+            ours / ceiling,
+            against_python.map_or("-".to_owned(), |ratio| format!("{ratio:.1}x")),
+        );
+    }
+    let spread = |mut ratios: Vec<f64>| {
+        ratios.sort_by(f64::total_cmp);
+        (
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+        )
+    };
+    let (median, low, high) = spread(to_ceiling);
+    println!(
+        "  idemkit_redis / ceiling: median {median:.2}x (rounds {low:.2}x .. {high:.2}x; goal >= 0.5x)"
+    );
+    if !to_python.is_empty() {
+        let (median, low, high) = spread(to_python);
+        println!(
+            "  idemkit_redis / python_reference: median {median:.1}x (rounds {low:.1}x .. {high:.1}x; goal >= 10x)"
+        );
+    }
 }

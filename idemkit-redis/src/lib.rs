@@ -85,9 +85,11 @@
 //! # Runtimes
 //!
 //! The connections are driven by the `redis` crate on the runtime the backend was built
-//! in: inside a tokio runtime (which needs its time driver, as `#[tokio::main]` gives),
-//! on tokio; anywhere else, on smol's global executor, which runs on its own thread and
-//! so serves smol code and blocking code alike. Build the backend where it will be used.
+//! in: inside a tokio runtime (which needs its I/O and time drivers, as `#[tokio::main]`
+//! gives), on tokio; anywhere else, on smol's global executor, which runs on its own
+//! thread and so serves smol code and blocking code alike. Build the backend where it
+//! will be used, and keep that runtime alive while it is. Blocking calls park their
+//! thread: make them from threads, not from inside an async task.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
