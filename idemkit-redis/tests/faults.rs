@@ -164,10 +164,11 @@ async fn restarted_between_operations() {
     }
 }
 
-/// Runs `pause` (which blocks the server for about two seconds) on a thread, and while
-/// it lasts, claims: each claim is a timeout error or a correct claim; afterwards the
-/// backend works, and the claims that timed out may have landed late (the key is then
-/// held by a token nobody knows until its lease lapses: that is what a lost reply means).
+/// Runs `pause` (which blocks the server for about three seconds) on a thread, and while
+/// it lasts, claims fresh keys again and again: each claim is a timeout error or a
+/// correct claim, and at least one meets the pause. Afterwards the backend works, and the
+/// claims that timed out may have landed late (the key is then held by a token nobody
+/// knows until its lease lapses: that is what a lost reply means).
 async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
     let Some(server) = server() else { return };
     let server = Arc::new(server);
@@ -181,11 +182,12 @@ async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
         let server = server.clone();
         thread::spawn(move || pause(&server))
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let lease = Duration::from_secs(1);
     let mut timeouts = 0;
-    for attempt in 0..3 {
-        let key = format!("paused-{attempt}");
+    let mut keys = Vec::new();
+    // Bounded: the pause ends after a few seconds, and each claim after 300 ms at most.
+    while !pausing.is_finished() && keys.len() < 200 {
+        let key = format!("paused-{}", keys.len());
         let claimed =
             tokio::time::timeout(HANG_GUARD, Backend::claim(&backend, &key, "fp", 1, lease))
                 .await
@@ -196,14 +198,19 @@ async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
             Ok(Claim::New(_)) => {}
             Ok(other) => panic!("a fresh key: {other:?}"),
         }
+        keys.push(key);
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(timeouts > 0, "the pause outlasted several command timeouts");
     pausing.join().unwrap();
+    assert!(
+        timeouts > 0,
+        "no claim met the pause ({} tried)",
+        keys.len()
+    );
     works_end_to_end(&backend).await;
     // Whatever the late claims did, each key can be claimed once its lease has lapsed.
     tokio::time::sleep(lease + Duration::from_millis(200)).await;
-    for attempt in 0..3 {
-        let key = format!("paused-{attempt}");
+    for key in keys {
         match Backend::claim(&backend, &key, "fp", 1, LEASE)
             .await
             .unwrap()
@@ -217,7 +224,7 @@ async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_by_debug_sleep() {
     paused_past_the_command_timeout("debug-sleep", |server| {
-        server.cli(&["DEBUG", "SLEEP", "2"]).unwrap();
+        server.cli(&["DEBUG", "SLEEP", "3"]).unwrap();
     })
     .await;
 }
@@ -225,8 +232,8 @@ async fn paused_by_debug_sleep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_by_client_pause() {
     paused_past_the_command_timeout("client-pause", |server| {
-        server.cli(&["CLIENT", "PAUSE", "2000", "ALL"]).unwrap();
-        thread::sleep(Duration::from_millis(2_000));
+        server.cli(&["CLIENT", "PAUSE", "3000", "ALL"]).unwrap();
+        thread::sleep(Duration::from_millis(3_000));
     })
     .await;
 }
