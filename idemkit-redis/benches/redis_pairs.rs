@@ -288,8 +288,8 @@ fn main() {
     }
     group.finish();
     criterion.final_summary();
-    summarize(python);
     if std::env::args().any(|arg| arg == "--bench") {
+        summarize(python);
         paired_rounds(
             &runtime,
             &backend,
@@ -297,6 +297,8 @@ fn main() {
             &sha,
             python.then_some(script.as_path()),
         );
+    } else {
+        println!("\nredis_pairs: a smoke run ({SMOKE_BATCH} pairs per series); no figures");
     }
 }
 
