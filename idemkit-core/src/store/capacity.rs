@@ -120,10 +120,10 @@ impl Budget {
 
     /// Hands the credit of the operation that just finished back to the shared budget.
     pub(crate) fn return_credit(&mut self) {
-        if let Budget::Shared { capacity, credit } = self {
-            if *credit > 0 {
-                capacity.give_back(std::mem::take(credit));
-            }
+        if let Budget::Shared { capacity, credit } = self
+            && *credit > 0
+        {
+            capacity.give_back(std::mem::take(credit));
         }
     }
 }

@@ -242,11 +242,11 @@ impl DeadlineIndex {
             None => (NO_ENTRY, HEAP),
         };
         for (index, run) in self.runs.iter().enumerate() {
-            if let Some(&front) = run.front() {
-                if front < earliest {
-                    earliest = front;
-                    earliest_in = index as Source;
-                }
+            if let Some(&front) = run.front()
+                && front < earliest
+            {
+                earliest = front;
+                earliest_in = index as Source;
             }
         }
         self.earliest = earliest;
