@@ -68,7 +68,7 @@ where
 
 /// Binds, says where, and serves until the process is stopped.
 pub async fn serve(options: Options) -> Result<(), String> {
-    let store = store::Store::open(&options)?;
+    let store = store::Store::open(&options).await?;
     let layer = layer(&options, &store)?;
     let listener = TcpListener::bind(&options.listen)
         .await

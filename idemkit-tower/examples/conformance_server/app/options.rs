@@ -11,8 +11,8 @@ usage: conformance_server [options]
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
   --backend BACKEND      `memory` (default) or `redis://HOST:PORT`
-  --namespace NAME       key namespace in the store (Redis); several servers that share
-                         a namespace share their records
+  --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
+                         Redis and a namespace share their records
   --require-key          refuse a POST or PATCH without an Idempotency-Key (400)
   --wait-timeout-ms N    how long a duplicate waits for the request in flight
   --lease-ttl-ms N       the lease of a claim
