@@ -50,11 +50,21 @@ pub fn assert_watched<B: ConformanceBackend>(backend: &B, expected: usize) {
     }
 }
 
-/// Whether `expected` keys have waiter entries in `backend`; true if it cannot tell.
-pub fn watched_is<B: ConformanceBackend>(backend: &B, expected: usize) -> bool {
-    backend
-        .watched_keys()
-        .is_none_or(|watched| watched == expected)
+/// How long a vector lets a waiter settle into its wait on a backend that cannot show
+/// its waiters: far longer than a task or thread takes to start waiting.
+pub const UNOBSERVED_SETTLE: Duration = Duration::from_millis(500);
+
+/// Returns once `expected` keys have waiter entries in `backend` (panicking after
+/// [`PATIENT`]); on a backend that cannot tell, once [`UNOBSERVED_SETTLE`] has passed.
+pub async fn until_watched<R: Runtime, B: ConformanceBackend>(backend: &B, expected: usize) {
+    if backend.watched_keys().is_none() {
+        R::sleep(UNOBSERVED_SETTLE).await;
+        return;
+    }
+    eventually::<R>("the waiters are parked", PATIENT, || {
+        backend.watched_keys() == Some(expected)
+    })
+    .await;
 }
 
 /// Whether `backend` holds `expected` records; true if it cannot tell.

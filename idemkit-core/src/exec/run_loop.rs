@@ -258,3 +258,182 @@ fn unprotected<E>(ran: Ran<E>) -> Finished<E> {
         Ran::LeaseLost => Finished::Error(RunError::LeaseLost),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::exec::policy::Heartbeat;
+    use crate::key::Fingerprint;
+
+    type Loop<'a> = RunLoop<'a, &'static str>;
+
+    fn token() -> ClaimToken {
+        ClaimToken::from_bytes([3; 16])
+    }
+
+    fn fingerprint() -> Fingerprint {
+        Fingerprint::new(["request"])
+    }
+
+    fn in_flight(fingerprint: &Fingerprint, lease_until: Instant) -> Claim {
+        let claimed_at = lease_until - Duration::from_secs(30);
+        Claim::InFlight(Record::claimed(
+            "k",
+            fingerprint.as_str(),
+            1,
+            token(),
+            claimed_at,
+            lease_until,
+        ))
+    }
+
+    fn storage_error() -> Error {
+        Error::storage(std::io::Error::other("gone"))
+    }
+
+    fn done(step: Step<&'static str>) -> Finished<&'static str> {
+        match step {
+            Step::Done(finished) => finished,
+            other => panic!("expected the run to be over, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_new_claim_runs_under_a_lease_counted_from_before_the_claim() {
+        let policy = Policy::default().with_heartbeat(Heartbeat::Every(Duration::from_secs(2)));
+        let fp = fingerprint();
+        let now = Instant::now();
+        let (mut run, step) = Loop::start(&policy, &fp, now);
+        assert!(matches!(step, Step::Claim));
+        let issued_at = now - Duration::from_secs(5);
+        match run.claimed(Ok(Claim::New(token())), issued_at, now) {
+            Step::Run(Some(held)) => {
+                assert_eq!(held.token, token());
+                assert_eq!(held.interval, Some(Duration::from_secs(2)));
+                // Surely held until issued_at + lease, not now + lease.
+                let mut lease = held.lease;
+                let past = issued_at + policy.lease_ttl() + Duration::from_nanos(1);
+                assert_eq!(
+                    lease.after_renew(Err(storage_error()), past, past),
+                    crate::exec::decide::Beat::Lost
+                );
+            }
+            other => panic!("expected to run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stored_result_ends_as_the_claims_decision_and_a_refused_one_as_a_loss() {
+        let policy = Policy::default();
+        let fp = fingerprint();
+        let now = Instant::now();
+        for (stored, expected) in [
+            (Ok(true), Decision::New),
+            (Ok(false), Decision::ReclaimedLoss),
+        ] {
+            let (mut run, _) = Loop::start(&policy, &fp, now);
+            let _ = run.claimed(Ok(Claim::New(token())), now, now);
+            let Step::Complete {
+                token: held,
+                response,
+            } = run.ran(Ran::Returned(Ok(Response::new(201, "made"))))
+            else {
+                panic!("a cacheable result is stored");
+            };
+            assert_eq!(held, token());
+            match done(run.completed(stored, Arc::clone(&response))) {
+                Finished::Outcome(outcome) => {
+                    assert_eq!(outcome.decision, expected);
+                    assert!(Arc::ptr_eq(&outcome.response, &response), "not copied");
+                }
+                other => panic!("expected an outcome, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn results_not_stored_release_the_claim_before_the_run_ends() {
+        let policy = Policy::default().with_cacheable(|r| {
+            assert_ne!(r.status, 299, "predicate exploded");
+            r.status == 200
+        });
+        let fp = fingerprint();
+        let now = Instant::now();
+        let cases: [(Ran<&'static str>, Decision); 4] = [
+            (
+                Ran::Returned(Ok(Response::new(503, ""))),
+                Decision::NotCached,
+            ),
+            (Ran::Returned(Err("boom")), Decision::HandlerFailed),
+            (Ran::LeaseLost, Decision::LeaseLost),
+            (
+                Ran::Returned(Ok(Response::new(299, ""))),
+                Decision::HandlerFailed,
+            ),
+        ];
+        for (ran, expected) in cases {
+            let (mut run, _) = Loop::start(&policy, &fp, now);
+            let _ = run.claimed(Ok(Claim::Reclaimed(token())), now, now);
+            let step = run.ran(ran);
+            assert!(
+                matches!(&step, Step::Release { token: t } if *t == token()),
+                "{step:?}"
+            );
+            assert_eq!(done(run.released()).decision(), expected);
+        }
+    }
+
+    #[test]
+    fn a_duplicate_waits_for_what_is_left_of_its_timeout_then_is_told_when_to_retry() {
+        let policy = Policy::default().with_wait_timeout(Duration::from_secs(10));
+        let fp = fingerprint();
+        let start = Instant::now();
+        let (mut run, _) = Loop::start(&policy, &fp, start);
+        let lease_until = start + Duration::from_secs(20);
+        let later = start + Duration::from_secs(4);
+        match run.claimed(Ok(in_flight(&fp, lease_until)), later, later) {
+            Step::Wait { timeout } => assert_eq!(timeout, Duration::from_secs(6)),
+            other => panic!("expected a wait, got {other:?}"),
+        }
+        // The wait timed out: claim again, and it is still in flight.
+        assert!(matches!(run.waited(Ok(None)), Step::Claim));
+        let end = start + Duration::from_secs(10);
+        match done(run.claimed(Ok(in_flight(&fp, lease_until)), end, end)) {
+            Finished::Error(RunError::InProgress { retry_after }) => {
+                assert_eq!(retry_after, Duration::from_secs(10));
+            }
+            other => panic!("expected InProgress, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn storage_failures_refuse_when_closed_and_run_unprotected_when_open() {
+        let fp = fingerprint();
+        let now = Instant::now();
+        let closed = Policy::default();
+        let (mut run, _) = Loop::start(&closed, &fp, now);
+        assert!(matches!(
+            done(run.claimed(Err(storage_error()), now, now)),
+            Finished::Error(RunError::StorageFailed(_))
+        ));
+        let (mut run, _) = Loop::start(&closed, &fp, now);
+        let _ = run.claimed(Ok(in_flight(&fp, now + Duration::from_secs(30))), now, now);
+        assert!(matches!(
+            done(run.waited(Err(storage_error()))),
+            Finished::Error(RunError::StorageFailed(_))
+        ));
+
+        let open = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
+        let (mut run, _) = Loop::start(&open, &fp, now);
+        assert!(matches!(
+            run.claimed(Err(storage_error()), now, now),
+            Step::Run(None)
+        ));
+        match done(run.ran(Ran::Returned(Ok(Response::new(200, "ran"))))) {
+            Finished::Outcome(outcome) => assert_eq!(outcome.decision, Decision::RanUnprotected),
+            other => panic!("expected an unprotected outcome, got {other:?}"),
+        }
+    }
+}

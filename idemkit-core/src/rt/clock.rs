@@ -79,3 +79,21 @@ impl Clock for ManualClock {
         *self.now.lock()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advancing_by_an_unrepresentable_duration_saturates_instead_of_panicking() {
+        let clock = ManualClock::new();
+        let start = clock.now();
+        clock.advance(Duration::MAX);
+        let far = clock.now();
+        assert!(far > start + Duration::from_secs(100 * 365 * 86_400));
+        clock.advance(Duration::MAX);
+        assert!(clock.now() >= far, "time never goes backwards");
+        clock.advance(Duration::from_secs(1));
+        assert!(clock.now() >= far);
+    }
+}

@@ -132,11 +132,11 @@ impl Budget {
     /// What a shard does at the end of each operation: hands back its credit beyond
     /// [`KEPT_CREDIT`].
     pub(crate) fn settle(&mut self) {
-        if let Budget::Shared { capacity, credit } = self {
-            if *credit > KEPT_CREDIT {
-                capacity.give_back(*credit - KEPT_CREDIT);
-                *credit = KEPT_CREDIT;
-            }
+        if let Budget::Shared { capacity, credit } = self
+            && *credit > KEPT_CREDIT
+        {
+            capacity.give_back(*credit - KEPT_CREDIT);
+            *credit = KEPT_CREDIT;
         }
     }
 

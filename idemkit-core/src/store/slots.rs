@@ -63,7 +63,7 @@ impl Slots {
         if slot < Slots::CHUNK {
             self.head.push(Some(record));
         } else {
-            if (slot - Slots::CHUNK) % Slots::CHUNK == 0 {
+            if (slot - Slots::CHUNK).is_multiple_of(Slots::CHUNK) {
                 self.chunks.push((0..Slots::CHUNK).map(|_| None).collect());
             }
             self[slot as Slot] = Some(record);

@@ -21,7 +21,7 @@ use crate::backend::ConformanceBackend;
 use crate::executor::conformance_executor::RunResult;
 use crate::executor::harness::{Harness, Setup, manual, real, try_real};
 use crate::executor::op::{Answer, Gate, Op, OpError, Probe};
-use crate::support::{self, assert_watched, watched_is};
+use crate::support::{self, assert_watched};
 use crate::target::{ExactCapacity, ManualTime, Target};
 
 /// Long enough for anything the machine should do promptly, however loaded.
@@ -145,7 +145,7 @@ pub async fn a_duplicate_mid_run_waits_and_replays<T: Target>() {
     );
     eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "second"));
-    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
+    support::until_watched::<T::Runtime, _>(&h.backend(), 1).await;
     gate.open();
 
     let (first, duplicate) = (first.await, duplicate.await);
@@ -169,7 +169,7 @@ pub async fn a_waiting_duplicate_runs_once_the_first_releases<T: Target>() {
     );
     eventually::<T>("the first run started", || probe.started() == 1).await;
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 201, "second"));
-    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
+    support::until_watched::<T::Runtime, _>(&h.backend(), 1).await;
     gate.open();
 
     let (first, duplicate) = (first.await, duplicate.await);
@@ -202,7 +202,7 @@ pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: ManualTime>() {
         other => panic!("expected a new claim, got {other:?}"),
     };
     let duplicate = h.spawn(&key, &request, Op::respond(&probe, 200, "reclaimed"));
-    eventually::<T>("the duplicate waits", || watched_is(&h.backend(), 1)).await;
+    support::until_watched::<T::Runtime, _>(&h.backend(), 1).await;
     clock.advance(lease + Duration::from_secs(1));
 
     let duplicate = duplicate.await;

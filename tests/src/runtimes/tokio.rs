@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use crate::runtime::Runtime;
 
-/// A fresh multi-thread tokio runtime per vector, with its timer enabled.
+/// A fresh multi-thread tokio runtime per vector, with its timer and its I/O driver
+/// enabled (a networked backend needs both).
 #[derive(Debug)]
 pub struct TokioRuntime;
 
 impl Runtime for TokioRuntime {
     fn block_on<F: Future>(future: F) -> F::Output {
         tokio::runtime::Builder::new_multi_thread()
-            .enable_time()
+            .enable_all()
             .build()
             .expect("a tokio runtime")
             .block_on(future)

@@ -8,7 +8,7 @@ use futures_lite::future;
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, assert_watched, eventually, expect_new, real, response, watched_is,
+    FINGERPRINT, LONG, PATIENT, assert_watched, expect_new, real, response, until_watched,
 };
 use crate::target::{Settings, Target};
 
@@ -24,10 +24,7 @@ pub async fn dropped_waits_do_not_block_or_leak<T: Target>() {
         let backend = backend.clone();
         T::Runtime::spawn(async move { backend.wait_for_completion("kept", PATIENT).await })
     };
-    eventually::<T::Runtime>("the remaining waiter is parked", PATIENT, || {
-        watched_is(&backend, 1)
-    })
-    .await;
+    until_watched::<T::Runtime, _>(&backend, 1).await;
 
     let dropped: Vec<_> = ["kept", "lonely"]
         .into_iter()

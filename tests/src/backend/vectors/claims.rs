@@ -9,8 +9,8 @@ use idemkit_core::{Claim, State};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, StartGate, assert_len, assert_watched, eventually,
-    expect_completed, expect_in_flight, expect_new, forged_token, real, response, watched_is,
+    FINGERPRINT, LONG, PATIENT, StartGate, assert_len, assert_watched, expect_completed,
+    expect_in_flight, expect_new, forged_token, real, response, until_watched,
 };
 use crate::target::{Settings, Target};
 
@@ -260,7 +260,7 @@ pub async fn waiter_receives_the_completed_record<T: Target>() {
         let backend = backend.clone();
         T::Runtime::spawn(async move { backend.wait_for_completion("k", PATIENT).await })
     };
-    eventually::<T::Runtime>("the waiter is parked", PATIENT, || watched_is(&backend, 1)).await;
+    until_watched::<T::Runtime, _>(&backend, 1).await;
     assert!(
         backend
             .complete("k", &token, response("receipt"), LONG)

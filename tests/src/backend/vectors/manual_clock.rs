@@ -10,8 +10,8 @@ use crate::backend::vectors::waits::{PROMPT, SETTLE, spawn_waiters};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, assert_len, assert_watched, eventually, expect_completed,
-    expect_in_flight, expect_new, expect_reclaimed, forged_token, manual, response, watched_is,
+    FINGERPRINT, LONG, PATIENT, assert_len, assert_watched, expect_completed, expect_in_flight,
+    expect_new, expect_reclaimed, forged_token, manual, response, until_watched,
 };
 use crate::target::{ManualTime, Settings};
 
@@ -184,7 +184,7 @@ pub async fn manual_clock_lapses_a_lease_for_waiters<T: ManualTime>() {
             (record, start.elapsed())
         })
     };
-    eventually::<T::Runtime>("the waiter is parked", PATIENT, || watched_is(&backend, 1)).await;
+    until_watched::<T::Runtime, _>(&backend, 1).await;
 
     clock.advance(lease + NANO);
     let start = Instant::now();

@@ -1,0 +1,402 @@
+//! [`RedisBackend`]: each operation one script on the server, within the command
+//! timeout; the async and blocking traits are thin layers over these.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
+use redis::{Cmd, Value};
+
+use crate::commands::{Commands, evalsha};
+use crate::corrupt::{CorruptRecord, OnCorrupt, report};
+use crate::error::{Cause, RedisError};
+use crate::headers;
+use crate::layout::Layout;
+use crate::record::{Undecodable, to_record};
+use crate::releases::PendingReleases;
+use crate::reply::{self, ClaimReply, ReadReply, Stored};
+use crate::responses::SharedResponses;
+use crate::runtime::{Elapsed, Spawner, Timers, within};
+use crate::scripts::SCRIPTS;
+use crate::server_clock::{ServerClock, ServerNow, micros};
+use crate::token;
+use crate::wakeups::Wakeups;
+
+/// How many claims one `claim` sends at most: a completed record whose response does not
+/// decode costs a second one, which replaces it (a third covers it changing meanwhile).
+const CLAIM_ATTEMPTS: usize = 3;
+
+/// An idempotency backend on Redis: every process that shares the server (and
+/// namespace) shares the records, so one key runs once across all of them.
+///
+/// Leases and expiry are judged by the server's clock. It implements the async
+/// [`Backend`](idemkit_core::Backend) (on tokio or smol) and
+/// [`BlockingBackend`](idemkit_core::BlockingBackend); clones share one connection, one
+/// subscription and one configuration. Build it with [`RedisBackend::builder`].
+#[derive(Clone)]
+pub struct RedisBackend {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Replicas a write must reach before it is reported done (`WAIT`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Replicas {
+    pub(crate) count: u32,
+    pub(crate) timeout: Duration,
+}
+
+pub(crate) struct Inner {
+    pub(crate) commands: Commands,
+    pub(crate) wakeups: Wakeups,
+    pub(crate) layout: Layout,
+    pub(crate) namespace: String,
+    pub(crate) reclaim_grace: Duration,
+    pub(crate) command_timeout: Duration,
+    pub(crate) replicas: Option<Replicas>,
+    pub(crate) on_corrupt: Option<OnCorrupt>,
+    pub(crate) clock: ServerClock,
+    pub(crate) responses: SharedResponses,
+    /// The runtime the backend was built in, for work that must outlive its caller.
+    pub(crate) spawner: Spawner,
+    pub(crate) releases: Arc<PendingReleases>,
+}
+
+/// When a command was sent and when its reply arrived.
+#[derive(Clone, Copy)]
+struct RoundTrip {
+    sent: Instant,
+    seen: Instant,
+}
+
+/// What a read found, as a waiter needs it.
+pub(crate) enum Found {
+    /// No record, one that is gone, or a value that is not a record.
+    Nothing,
+    /// A claim: how long its lease has left by the server's clock (`None`: lapsed).
+    Claimed {
+        record: Record,
+        lease_left: Option<Duration>,
+    },
+    /// A completed record.
+    Completed(Record),
+}
+
+fn storage(operation: &'static str, cause: Cause) -> Error {
+    Error::storage(RedisError::new(operation, cause))
+}
+
+impl Inner {
+    /// Sends `call`, an `EVALSHA` (see [`evalsha`]), within the command timeout; the reply and
+    /// when it arrived.
+    async fn call(
+        &self,
+        operation: &'static str,
+        call: &Cmd,
+        timers: Timers,
+    ) -> Result<(Value, RoundTrip), Error> {
+        let sent = Instant::now();
+        match within(timers, self.command_timeout, self.commands.run(call)).await {
+            Ok(Ok(value)) => {
+                let seen = Instant::now();
+                Ok((value, RoundTrip { sent, seen }))
+            }
+            Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
+            Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
+        }
+    }
+
+    /// With the `WAIT` option: waits until the configured number of replicas acknowledged
+    /// the write just made to `storage_key`, or reports that they did not.
+    async fn replicate(
+        &self,
+        operation: &'static str,
+        storage_key: &str,
+        timers: Timers,
+    ) -> Result<(), Error> {
+        let Some(replicas) = self.replicas else {
+            return Ok(());
+        };
+        let limit = replicas.timeout.saturating_add(self.command_timeout);
+        let waited = within(
+            timers,
+            limit,
+            self.commands
+                .wait_for_replicas(storage_key, replicas.count, replicas.timeout),
+        )
+        .await;
+        match waited {
+            Ok(Ok(acknowledged)) if acknowledged >= i64::from(replicas.count) => Ok(()),
+            Ok(Ok(acknowledged)) => Err(storage(
+                operation,
+                Cause::TooFewReplicas {
+                    acknowledged,
+                    wanted: replicas.count,
+                },
+            )),
+            Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
+            Err(Elapsed) => Err(storage(operation, Cause::TimedOut(limit))),
+        }
+    }
+
+    /// Waits for a release of `key` this backend has in flight, if any.
+    pub(crate) async fn settled(&self, key: &str, timers: Timers) {
+        self.releases
+            .settled(key, timers, self.command_timeout)
+            .await;
+    }
+
+    fn record(
+        &self,
+        key: &str,
+        storage_key: &str,
+        stored: Stored,
+        now: &ServerNow,
+    ) -> Result<Record, Undecodable> {
+        to_record(key, storage_key, stored, now, &self.responses)
+    }
+
+    fn corrupt(&self, key: &str, storage_key: &str, reason: String, overwritten: bool) {
+        let record = CorruptRecord {
+            key: key.to_owned(),
+            storage_key: storage_key.to_owned(),
+            reason,
+            overwritten,
+        };
+        report(record, self.on_corrupt.as_ref());
+    }
+
+    pub(crate) async fn claim(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        timers: Timers,
+    ) -> Result<Claim, Error> {
+        self.settled(key, timers).await;
+        let storage_key = self.layout.storage_key(key);
+        let token = token::fresh().map_err(Error::storage)?;
+        let token_text = token.to_string();
+        let mut replacing: Option<ClaimToken> = None;
+        for _ in 0..CLAIM_ATTEMPTS {
+            let mut call = evalsha(&SCRIPTS.claim, &storage_key);
+            call.arg(&token_text)
+                .arg(fingerprint)
+                .arg(fingerprint_version)
+                .arg(micros(lease_ttl))
+                .arg(micros(self.reclaim_grace))
+                .arg(
+                    replacing
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                );
+            let (value, trip) = self.call("claim", &call, timers).await?;
+            let (reply, now) =
+                reply::claim(value).map_err(|bad| storage("claim", Cause::BadReply(bad.0)))?;
+            let now = self.clock.observe(now, trip.sent, trip.seen);
+            match reply {
+                ClaimReply::Won {
+                    reclaimed,
+                    replaced,
+                } => {
+                    if let Some(reason) = replaced {
+                        self.corrupt(key, &storage_key, reason, true);
+                    }
+                    self.replicate("claim", &storage_key, timers).await?;
+                    return Ok(if reclaimed {
+                        Claim::Reclaimed(token)
+                    } else {
+                        Claim::New(token)
+                    });
+                }
+                ClaimReply::InFlight(stored) => {
+                    // A claim carries no response, so it always decodes.
+                    let record = self.record(key, &storage_key, stored, &now).map_err(|_| {
+                        storage("claim", Cause::BadReply("a claim with a response".into()))
+                    })?;
+                    return Ok(Claim::InFlight(record));
+                }
+                ClaimReply::Completed(stored) => match self.record(key, &storage_key, stored, &now)
+                {
+                    Ok(record) => return Ok(Claim::Completed(record)),
+                    // Its headers do not decode: claim again, replacing exactly it.
+                    Err(undecodable) => replacing = Some(undecodable.token),
+                },
+            }
+        }
+        Err(storage(
+            "claim",
+            Cause::BadReply("the record kept being replaced by ones that do not decode".into()),
+        ))
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        response: &Arc<Response>,
+        expires_after: Duration,
+        timers: Timers,
+    ) -> Result<bool, Error> {
+        self.settled(key, timers).await;
+        let storage_key = self.layout.storage_key(key);
+        let headers = headers::encode(
+            response
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_ref())),
+        );
+        let mut call = evalsha(&SCRIPTS.complete, &storage_key);
+        call.arg(token.to_string())
+            .arg(micros(expires_after))
+            .arg(response.status)
+            .arg(headers)
+            .arg(response.body.as_ref());
+        let stored = self.write("complete", &call, &storage_key, timers).await?;
+        if stored {
+            self.responses.remember(&storage_key, token, response);
+        }
+        Ok(stored)
+    }
+
+    pub(crate) async fn release(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        timers: Timers,
+    ) -> Result<bool, Error> {
+        let storage_key = self.layout.storage_key(key);
+        let mut call = evalsha(&SCRIPTS.release, &storage_key);
+        call.arg(token.to_string());
+        self.write("release", &call, &storage_key, timers).await
+    }
+
+    pub(crate) async fn renew(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        lease_ttl: Duration,
+        timers: Timers,
+    ) -> Result<bool, Error> {
+        self.settled(key, timers).await;
+        let storage_key = self.layout.storage_key(key);
+        let mut call = evalsha(&SCRIPTS.renew, &storage_key);
+        call.arg(token.to_string())
+            .arg(micros(lease_ttl))
+            .arg(micros(self.reclaim_grace));
+        self.write("renew", &call, &storage_key, timers).await
+    }
+
+    /// Complete, release or renew: whether the token held the key and the write was made
+    /// (and, with the `WAIT` option, replicated).
+    async fn write(
+        &self,
+        operation: &'static str,
+        call: &Cmd,
+        storage_key: &str,
+        timers: Timers,
+    ) -> Result<bool, Error> {
+        let (value, trip) = self.call(operation, call, timers).await?;
+        let (done, now) =
+            reply::write(value).map_err(|bad| storage(operation, Cause::BadReply(bad.0)))?;
+        self.clock.observe(now, trip.sent, trip.seen);
+        if done {
+            self.replicate(operation, storage_key, timers).await?;
+        }
+        Ok(done)
+    }
+
+    /// Reads the record of `key`, stored at `storage_key`.
+    pub(crate) async fn find(
+        &self,
+        key: &str,
+        storage_key: &str,
+        timers: Timers,
+    ) -> Result<Found, Error> {
+        let call = evalsha(&SCRIPTS.read, storage_key);
+        let (value, trip) = self.call("read", &call, timers).await?;
+        let (reply, now) =
+            reply::read(value).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
+        let now = self.clock.observe(now, trip.sent, trip.seen);
+        let stored = match reply {
+            ReadReply::Absent { corrupt: None } => return Ok(Found::Nothing),
+            ReadReply::Absent {
+                corrupt: Some(reason),
+            } => {
+                self.corrupt(key, storage_key, reason, false);
+                return Ok(Found::Nothing);
+            }
+            ReadReply::Present(stored) => stored,
+        };
+        let lease_until = stored.lease_until;
+        let claimed = stored.result.is_none();
+        match self.record(key, storage_key, stored, &now) {
+            Ok(record) if claimed => {
+                let lease_left = (now.micros() <= lease_until).then(|| now.until(lease_until));
+                Ok(Found::Claimed { record, lease_left })
+            }
+            Ok(record) => Ok(Found::Completed(record)),
+            Err(_) => {
+                let reason = "a stored response whose headers do not decode".to_owned();
+                self.corrupt(key, storage_key, reason, false);
+                Ok(Found::Nothing)
+            }
+        }
+    }
+
+    pub(crate) async fn get(&self, key: &str, timers: Timers) -> Result<Option<Record>, Error> {
+        self.settled(key, timers).await;
+        let storage_key = self.layout.storage_key(key);
+        Ok(match self.find(key, &storage_key, timers).await? {
+            Found::Nothing => None,
+            Found::Claimed { record, .. } | Found::Completed(record) => Some(record),
+        })
+    }
+}
+
+impl RedisBackend {
+    /// The Redis key that holds the record of `key`: `<namespace>:{<key>}`. Its wake-ups
+    /// are published on a channel of the same name.
+    ///
+    /// ```
+    /// # fn show(backend: &idemkit_redis::RedisBackend) {
+    /// assert_eq!(backend.storage_key("abc"), format!("{}:{{abc}}", backend.namespace()));
+    /// # }
+    /// ```
+    pub fn storage_key(&self, key: &str) -> String {
+        self.inner.layout.storage_key(key)
+    }
+
+    /// The namespace every key of this backend starts with.
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    /// How long a claim whose lease lapsed is kept, so that the next claim reports it
+    /// reclaimed (and the key expires after its lease plus this).
+    pub fn reclaim_grace(&self) -> Duration {
+        self.inner.reclaim_grace
+    }
+
+    /// The longest any one command may take before the operation fails.
+    pub fn command_timeout(&self) -> Duration {
+        self.inner.command_timeout
+    }
+
+    /// How many keys this process is waiting on right now (each has one subscription).
+    pub fn watched_keys(&self) -> usize {
+        self.inner.wakeups.watched()
+    }
+}
+
+impl fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("namespace", &self.inner.namespace)
+            .field("reclaim_grace", &self.inner.reclaim_grace)
+            .field("command_timeout", &self.inner.command_timeout)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,442 @@
+//! [`Builder`]: where the server is and how the backend uses it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{ConnectionInfo, IntoConnectionInfo};
+
+use crate::backend::{Inner, RedisBackend, Replicas};
+use crate::commands::Commands;
+use crate::corrupt::{CorruptRecord, OnCorrupt};
+use crate::error::{Cause, RedisError};
+use crate::layout::Layout;
+use crate::responses::SharedResponses;
+use crate::runtime::{Elapsed, Spawner, Timers, within};
+use crate::server_clock::ServerClock;
+use crate::wakeups::{SubscriberOptions, Wakeups};
+
+/// What to do when the server's `maxmemory-policy` may evict the backend's keys.
+///
+/// Every key the backend writes has a TTL, so every policy but `noeviction` may drop one
+/// under memory pressure: a claim in flight that vanishes lets a duplicate run, a result
+/// that vanishes is run again on the next retry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EvictionCheck {
+    /// Log a warning at connect (the default).
+    #[default]
+    Warn,
+    /// Refuse to build: [`BuildError::EvictingPolicy`].
+    Refuse,
+    /// Do not look (a server that refuses `CONFIG GET` is also only warned about).
+    Skip,
+}
+
+/// Why a backend could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The configuration cannot work; the text says why (no server named, a URL that
+    /// does not parse, a namespace with a brace, a zero timeout).
+    Config(String),
+    /// The server could not be reached, or failed while the backend set up.
+    Connect(RedisError),
+    /// The server's `maxmemory-policy` may evict keys and the builder was told to refuse
+    /// that ([`EvictionCheck::Refuse`]).
+    EvictingPolicy {
+        /// The policy the server reported.
+        policy: String,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Config(why) => write!(f, "invalid Redis backend configuration: {why}"),
+            BuildError::Connect(error) => write!(f, "{error}"),
+            BuildError::EvictingPolicy { policy } => write!(
+                f,
+                "the Redis server's maxmemory-policy is {policy:?}, which may evict claims \
+                 and results; set it to noeviction"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::Connect(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+enum Target {
+    Server {
+        client: redis::Client,
+        manager: Option<ConnectionManager>,
+    },
+    Cluster {
+        nodes: Vec<ConnectionInfo>,
+        connection: Option<ClusterConnection>,
+    },
+}
+
+/// Configures a [`RedisBackend`]: the server (or cluster), the key namespace, the
+/// reclaim grace, the command timeout, `WAIT`, the eviction check, and what to do with
+/// corrupt records.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use idemkit_redis::RedisBackend;
+///
+/// # async fn build() -> Result<(), idemkit_redis::BuildError> {
+/// let backend = RedisBackend::builder()
+///     .url("redis://127.0.0.1:6379/")
+///     .namespace("payments")
+///     .command_timeout(Duration::from_millis(500))
+///     .on_corrupt_record(|record| eprintln!("idempotency store: {record}"))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use]
+pub struct Builder {
+    target: Result<Option<Target>, String>,
+    namespace: String,
+    reclaim_grace: Duration,
+    command_timeout: Duration,
+    connect_timeout: Duration,
+    replicas: Option<Replicas>,
+    eviction: EvictionCheck,
+    on_corrupt: Option<OnCorrupt>,
+}
+
+impl Builder {
+    /// The namespace of [`Builder::new`]: `"idemkit"`.
+    pub const DEFAULT_NAMESPACE: &'static str = Layout::DEFAULT_NAMESPACE;
+    /// The reclaim grace of [`Builder::new`]: 60 s, as the in-memory backend's.
+    pub const DEFAULT_RECLAIM_GRACE: Duration = Duration::from_secs(60);
+    /// The command timeout of [`Builder::new`]: 1 s. A healthy server answers in well
+    /// under a millisecond; a second means it is down, paused or unreachable.
+    pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
+    /// The connect timeout of [`Builder::new`]: 5 s.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A builder with the defaults and no server yet: name one with [`Builder::url`],
+    /// [`Builder::client`], [`Builder::connection_manager`], [`Builder::cluster`] or
+    /// [`Builder::cluster_connection`].
+    pub fn new() -> Builder {
+        Builder {
+            target: Ok(None),
+            namespace: Builder::DEFAULT_NAMESPACE.to_owned(),
+            reclaim_grace: Builder::DEFAULT_RECLAIM_GRACE,
+            command_timeout: Builder::DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: Builder::DEFAULT_CONNECT_TIMEOUT,
+            replicas: None,
+            eviction: EvictionCheck::default(),
+            on_corrupt: None,
+        }
+    }
+
+    fn target(mut self, target: Result<Target, String>) -> Builder {
+        self.target = target.map(Some);
+        self
+    }
+
+    /// One server, by URL: `redis://[user:password@]host:port/[db]`, `rediss://` for TLS
+    /// (if the `redis` crate was built with it), `unix:///path`.
+    pub fn url(self, url: &str) -> Builder {
+        let client = redis::Client::open(url).map_err(|error| format!("bad URL {url:?}: {error}"));
+        self.target(client.map(|client| Target::Server {
+            client,
+            manager: None,
+        }))
+    }
+
+    /// One server, through a client you made (with your TLS, credentials, protocol...).
+    pub fn client(self, client: redis::Client) -> Builder {
+        self.target(Ok(Target::Server {
+            client,
+            manager: None,
+        }))
+    }
+
+    /// One server, sending commands on a connection manager you already have (it keeps
+    /// its own reconnection settings). `client` connects the backend's subscription
+    /// connection, which a connection manager cannot share; it should reach the same
+    /// server.
+    pub fn connection_manager(self, client: redis::Client, manager: ConnectionManager) -> Builder {
+        self.target(Ok(Target::Server {
+            client,
+            manager: Some(manager),
+        }))
+    }
+
+    /// A Redis Cluster, by the URLs of some of its nodes.
+    pub fn cluster<I, S>(self, nodes: I) -> Builder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.target(cluster_nodes(nodes).map(|nodes| Target::Cluster {
+            nodes,
+            connection: None,
+        }))
+    }
+
+    /// A Redis Cluster, sending commands on a cluster connection you already have.
+    /// `nodes` (URLs of some of its nodes) connect the backend's subscription connection.
+    pub fn cluster_connection<I, S>(self, nodes: I, connection: ClusterConnection) -> Builder
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.target(cluster_nodes(nodes).map(|nodes| Target::Cluster {
+            nodes,
+            connection: Some(connection),
+        }))
+    }
+
+    /// The prefix of every key: `<namespace>:{<key>}`. Services sharing one Redis use
+    /// one namespace each. It may not be empty or contain a brace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Builder {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// How long a claim whose lease lapsed is kept, so that the next claim reports
+    /// [`Claim::Reclaimed`](idemkit_core::Claim::Reclaimed) and a late completion by its
+    /// owner can still land; afterwards the key expires.
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+        self.reclaim_grace = reclaim_grace;
+        self
+    }
+
+    /// The longest one command may take, from sending it to its reply, including any
+    /// reconnecting on the way. Past it, the operation fails with a storage error.
+    pub fn command_timeout(mut self, command_timeout: Duration) -> Builder {
+        self.command_timeout = command_timeout;
+        self
+    }
+
+    /// The longest the first connection may take at build, and each attempt to
+    /// reconnect after.
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Builder {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// After every write (a claim won, a result stored, a release, a renewal), waits
+    /// until `replicas` replicas have acknowledged it, at most `timeout` (Redis `WAIT`).
+    /// A write that reaches fewer is reported as a storage error although the server
+    /// applied it.
+    ///
+    /// This narrows, but does not close, the window in which a failover loses an
+    /// acknowledged write: Redis replication stays asynchronous. `WAIT` holds up the
+    /// commands behind it on the backend's connection, so a lagging replica slows every
+    /// operation of this backend.
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Builder {
+        self.replicas = (replicas > 0).then_some(Replicas {
+            count: replicas,
+            timeout,
+        });
+        self
+    }
+
+    /// What to do when the server's `maxmemory-policy` may evict keys (checked at
+    /// build, on every master of a cluster).
+    pub fn eviction_check(mut self, check: EvictionCheck) -> Builder {
+        self.eviction = check;
+        self
+    }
+
+    /// Calls `callback` for every value found at a record's key that is not a record
+    /// (see [`CorruptRecord`]), besides logging it. It runs on the task or thread of the
+    /// operation that found it: keep it short.
+    pub fn on_corrupt_record(
+        mut self,
+        callback: impl Fn(&CorruptRecord) + Send + Sync + 'static,
+    ) -> Builder {
+        self.on_corrupt = Some(Arc::new(callback));
+        self
+    }
+
+    /// Connects and checks the server, then returns the backend. Call it inside the
+    /// runtime that will use the backend (inside a tokio runtime, the connections run on
+    /// tokio; anywhere else, on smol's global executor).
+    pub async fn build(self) -> Result<RedisBackend, BuildError> {
+        self.build_on(Timers::Auto).await
+    }
+
+    /// [`Builder::build`] for blocking code: blocks until connected. The connections run
+    /// on smol's global executor, on its own thread, unless called inside a tokio runtime.
+    pub fn build_blocking(self) -> Result<RedisBackend, BuildError> {
+        futures_lite::future::block_on(self.build_on(Timers::Independent))
+    }
+
+    async fn build_on(self, timers: Timers) -> Result<RedisBackend, BuildError> {
+        let target = self.target.map_err(BuildError::Config)?.ok_or_else(|| {
+            BuildError::Config("no server: call url, client, connection_manager or cluster".into())
+        })?;
+        let layout =
+            Layout::new(&self.namespace).map_err(|error| BuildError::Config(error.to_string()))?;
+        if self.command_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(BuildError::Config(
+                "a timeout of zero lets nothing through".into(),
+            ));
+        }
+        let options = SubscriberOptions {
+            connect_timeout: self.connect_timeout,
+            max_reconnect_delay: MAX_RECONNECT_DELAY,
+        };
+        let limit = self.connect_timeout;
+        let (commands, wakeups) = match target {
+            Target::Server { client, manager } => {
+                let manager = match manager {
+                    Some(manager) => manager,
+                    None => {
+                        let config = ConnectionManagerConfig::new()
+                            .set_connection_timeout(Some(self.connect_timeout))
+                            .set_max_delay(MAX_RECONNECT_DELAY)
+                            // Each operation is bounded by the command timeout instead.
+                            .set_response_timeout(None);
+                        let connecting = ConnectionManager::new_with_config(client.clone(), config);
+                        connected(within(timers, limit, connecting).await, limit)?
+                    }
+                };
+                let wakeups = connected(Ok(Wakeups::for_server(&client, &options)), limit)?;
+                (Commands::Server(manager), wakeups)
+            }
+            Target::Cluster { nodes, connection } => {
+                let connection = match connection {
+                    Some(connection) => connection,
+                    None => {
+                        let connecting = async {
+                            redis::cluster::ClusterClient::builder(nodes.clone())
+                                .connection_timeout(self.connect_timeout)
+                                .build()?
+                                .get_async_connection()
+                                .await
+                        };
+                        connected(within(timers, limit, connecting).await, limit)?
+                    }
+                };
+                let subscribing = Wakeups::for_cluster(&nodes, &options);
+                let wakeups = connected(within(timers, limit, subscribing).await, limit)?;
+                (Commands::Cluster(connection), wakeups)
+            }
+        };
+        check_eviction(&commands, self.eviction, self.command_timeout, timers).await?;
+        connected(within(timers, limit, commands.load_scripts()).await, limit)?;
+        Ok(RedisBackend {
+            inner: Arc::new(Inner {
+                commands,
+                wakeups,
+                layout,
+                namespace: self.namespace,
+                reclaim_grace: self.reclaim_grace,
+                command_timeout: self.command_timeout,
+                replicas: self.replicas,
+                on_corrupt: self.on_corrupt,
+                clock: ServerClock::default(),
+                responses: SharedResponses::default(),
+                spawner: Spawner::current(),
+                releases: Arc::default(),
+            }),
+        })
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("namespace", &self.namespace)
+            .field("reclaim_grace", &self.reclaim_grace)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("eviction", &self.eviction)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The value of a connection step that had `limit` to finish, or why it did not.
+fn connected<T>(
+    result: Result<redis::RedisResult<T>, Elapsed>,
+    limit: Duration,
+) -> Result<T, BuildError> {
+    let cause = match result {
+        Ok(Ok(value)) => return Ok(value),
+        Ok(Err(error)) => Cause::Redis(error),
+        Err(Elapsed) => Cause::TimedOut(limit),
+    };
+    Err(BuildError::Connect(RedisError::new("connect", cause)))
+}
+
+/// The longest pause between two reconnection attempts.
+const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+fn cluster_nodes<I, S>(nodes: I) -> Result<Vec<ConnectionInfo>, String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let nodes: Vec<ConnectionInfo> = nodes
+        .into_iter()
+        .map(|url| {
+            let url = url.as_ref();
+            url.into_connection_info()
+                .map_err(|error| format!("bad URL {url:?}: {error}"))
+        })
+        .collect::<Result<_, _>>()?;
+    if nodes.is_empty() {
+        return Err("a cluster needs the URL of at least one node".into());
+    }
+    Ok(nodes)
+}
+
+/// Reads `maxmemory-policy` and acts on it as `check` says.
+async fn check_eviction(
+    commands: &Commands,
+    check: EvictionCheck,
+    limit: Duration,
+    timers: Timers,
+) -> Result<(), BuildError> {
+    if check == EvictionCheck::Skip {
+        return Ok(());
+    }
+    let policies = match within(timers, limit, commands.config_values("maxmemory-policy")).await {
+        Ok(Ok(policies)) if !policies.is_empty() => policies,
+        Ok(Ok(_)) | Ok(Err(_)) | Err(Elapsed) => {
+            tracing::warn!(
+                target: "idemkit_redis",
+                "could not read the Redis server's maxmemory-policy (CONFIG GET refused?): \
+                 make sure it is noeviction, or claims and results may be evicted",
+            );
+            return Ok(());
+        }
+    };
+    let Some(evicting) = policies.into_iter().find(|policy| policy != "noeviction") else {
+        return Ok(());
+    };
+    if check == EvictionCheck::Refuse {
+        return Err(BuildError::EvictingPolicy { policy: evicting });
+    }
+    tracing::warn!(
+        target: "idemkit_redis",
+        policy = %evicting,
+        "the Redis server's maxmemory-policy may evict keys: a claim in flight that is \
+         evicted lets a duplicate run; set maxmemory-policy to noeviction",
+    );
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! The connection the backend sends its commands on: one server through a reconnecting
+//! connection manager, or a Redis Cluster.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+
+use crate::scripts::SCRIPTS;
+
+/// A multiplexed, self-reconnecting connection to a server or a cluster. Clones share it.
+#[derive(Clone)]
+pub(crate) enum Commands {
+    Server(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl Commands {
+    /// Sends `cmd`; a server's error reply is an `Err`.
+    async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
+        let reply = match self {
+            Commands::Server(manager) => manager.clone().req_packed_command(cmd).await,
+            Commands::Cluster(cluster) => cluster.clone().req_packed_command(cmd).await,
+        };
+        reply?.extract_error()
+    }
+
+    /// Sends `call`, an `EVALSHA` of `script` (see [`evalsha`]). A server that does not
+    /// know the script (`NOSCRIPT`: restarted, failed over, a new cluster node) is sent
+    /// every script with `SCRIPT LOAD`, then `call` again, once.
+    pub(crate) async fn run(&self, call: &Cmd) -> RedisResult<Value> {
+        match self.send(call).await {
+            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.load_scripts().await?;
+                self.send(call).await
+            }
+            result => result,
+        }
+    }
+
+    /// Loads every script (on every node of a cluster). Done when the backend is built,
+    /// and again when a server has forgotten them: an operation then needs one round trip
+    /// from its first poll, which is all a release from a dropped run gets.
+    pub(crate) async fn load_scripts(&self) -> RedisResult<()> {
+        for script in SCRIPTS.all() {
+            match self {
+                Commands::Server(manager) => script.load_async(&mut manager.clone()).await?,
+                Commands::Cluster(cluster) => script.load_async(&mut cluster.clone()).await?,
+            };
+        }
+        Ok(())
+    }
+
+    /// `WAIT replicas timeout` on the connection that wrote `key`: how many replicas
+    /// acknowledged every write sent on it so far.
+    pub(crate) async fn wait_for_replicas(
+        &self,
+        key: &str,
+        replicas: u32,
+        timeout: Duration,
+    ) -> RedisResult<i64> {
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(timeout.as_millis() as u64);
+        let reply = match self {
+            Commands::Server(_) => self.send(&wait).await?,
+            Commands::Cluster(cluster) => {
+                // The node that owns the key's slot is the one that took the write.
+                let route = Route::with_key(key.as_bytes(), SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                cluster
+                    .clone()
+                    .route_command(wait, routing)
+                    .await?
+                    .extract_error()?
+            }
+        };
+        Ok(redis::from_redis_value(reply)?)
+    }
+
+    /// `CONFIG GET name` on the server, or on every master of a cluster: the values seen.
+    /// An empty list means the server would not say (some managed services disable
+    /// `CONFIG`).
+    pub(crate) async fn config_values(&self, name: &str) -> RedisResult<Vec<String>> {
+        let mut get = redis::cmd("CONFIG");
+        get.arg("GET").arg(name);
+        let reply = match self {
+            Commands::Server(_) => self.send(&get).await?,
+            Commands::Cluster(cluster) => {
+                let routing = RoutingInfo::MultiNode((
+                    redis::cluster_routing::MultipleNodeRoutingInfo::AllMasters,
+                    None,
+                ));
+                cluster
+                    .clone()
+                    .route_command(get, routing)
+                    .await?
+                    .extract_error()?
+            }
+        };
+        let mut strings = Vec::new();
+        flatten(reply, &mut strings);
+        // Replies are name/value pairs, per node; keep the values of `name`.
+        Ok(strings
+            .windows(2)
+            .filter(|pair| pair[0].eq_ignore_ascii_case(name))
+            .map(|pair| pair[1].clone())
+            .collect())
+    }
+}
+
+/// Every string in `value`, depth first (a node's reply, a map of nodes' replies...).
+fn flatten(value: Value, out: &mut Vec<String>) {
+    match value {
+        Value::BulkString(bytes) => out.push(String::from_utf8_lossy(&bytes).into_owned()),
+        Value::SimpleString(text) => out.push(text),
+        Value::Array(items) | Value::Set(items) => {
+            items.into_iter().for_each(|item| flatten(item, out));
+        }
+        Value::Map(pairs) => {
+            for (key, value) in pairs {
+                flatten(key, out);
+                flatten(value, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The start of an `EVALSHA` of `script` on the one key `key`; the caller adds the
+/// arguments.
+pub(crate) fn evalsha(script: &Script, key: &str) -> Cmd {
+    let mut call = redis::cmd("EVALSHA");
+    call.arg(script.get_hash()).arg(1).arg(key);
+    call
+}

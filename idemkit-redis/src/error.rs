@@ -1,0 +1,89 @@
+//! [`RedisError`]: why an operation on Redis failed. The backend hands it to the core
+//! as a storage error, so the executor's storage-error policy decides what happens.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A Redis operation that failed: the server could not be reached, the connection was
+/// lost, no reply came within the command timeout, the reply made no sense, or too few
+/// replicas acknowledged a write.
+///
+/// Whatever the cause, the operation may or may not have taken effect on the server; a
+/// claim that took effect unseen lapses with its lease.
+#[derive(Debug)]
+pub struct RedisError {
+    operation: &'static str,
+    cause: Cause,
+}
+
+#[derive(Debug)]
+pub(crate) enum Cause {
+    Redis(redis::RedisError),
+    TimedOut(Duration),
+    BadReply(String),
+    TooFewReplicas { acknowledged: i64, wanted: u32 },
+    RuntimeGone,
+}
+
+impl RedisError {
+    pub(crate) fn new(operation: &'static str, cause: Cause) -> RedisError {
+        RedisError { operation, cause }
+    }
+
+    /// The runtime the backend was built in has shut down: its connections are gone.
+    pub(crate) fn runtime_gone(operation: &'static str) -> RedisError {
+        RedisError::new(operation, Cause::RuntimeGone)
+    }
+
+    /// The backend operation that failed: `"claim"`, `"complete"`, `"release"`,
+    /// `"renew"`, `"read"`, `"connect"`...
+    pub fn operation(&self) -> &'static str {
+        self.operation
+    }
+
+    /// Whether no reply came within the command timeout.
+    pub fn is_timeout(&self) -> bool {
+        match &self.cause {
+            Cause::TimedOut(_) => true,
+            Cause::Redis(error) => error.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// Whether the write is known to have been applied by the server but acknowledged
+    /// by fewer replicas than asked for (see the `WAIT` option): it may be lost if the
+    /// server fails over now.
+    pub fn is_under_replicated(&self) -> bool {
+        matches!(self.cause, Cause::TooFewReplicas { .. })
+    }
+}
+
+impl fmt::Display for RedisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "redis {} failed: ", self.operation)?;
+        match &self.cause {
+            Cause::Redis(error) => write!(f, "{error}"),
+            Cause::TimedOut(limit) => write!(f, "no reply within {limit:?}"),
+            Cause::BadReply(what) => write!(f, "unexpected reply: {what}"),
+            Cause::RuntimeGone => f.write_str(
+                "the async runtime the backend was built in has shut down, and its connections with it",
+            ),
+            Cause::TooFewReplicas {
+                acknowledged,
+                wanted,
+            } => write!(
+                f,
+                "applied, but acknowledged by {acknowledged} of the {wanted} replicas asked for"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RedisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Cause::Redis(error) => Some(error),
+            _ => None,
+        }
+    }
+}

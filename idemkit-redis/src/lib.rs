@@ -1,0 +1,137 @@
+//! idemkit on Redis: one idempotency key runs once across every process that shares a
+//! Redis server, on tokio, smol or plain threads.
+//!
+//! [`RedisBackend`] implements the core's async [`Backend`](idemkit_core::Backend) and
+//! [`BlockingBackend`](idemkit_core::BlockingBackend) with the same meaning as the
+//! in-memory backend, but the server judges: a claim is atomic across every replica of
+//! a service, leases and expiry follow the server's clock, and a waiter in one process
+//! is woken by a completion in another.
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use idemkit_core::{AsyncIdempotency, Decision, Fingerprint, Key, Response};
+//! use idemkit_redis::RedisBackend;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let backend = RedisBackend::connect("redis://127.0.0.1:6379/").await?;
+//! let idempotency = AsyncIdempotency::new(backend);
+//! let key = Key::new(["charge", "client-key-7"]);
+//! let fingerprint = Fingerprint::new(["4242", "4999"]);
+//! let outcome = idempotency
+//!     .run(&key, &fingerprint, || async { Ok::<_, Infallible>(Response::new(200, "charged")) })
+//!     .await?;
+//! assert!(matches!(outcome.decision, Decision::New | Decision::Replayed));
+//! # Ok(()) }
+//! ```
+//!
+//! Blocking code uses the same backend through [`Idempotency`](idemkit_core::Idempotency)
+//! ([`RedisBackend::connect_blocking`] builds one without an async runtime).
+//!
+//! # How it works
+//!
+//! - **One key per record.** The record of key `k` is a hash at `<namespace>:{k}`
+//!   (see [`RedisBackend::storage_key`]); its small fields (state, claim token,
+//!   fingerprint, the instants) are apart from the stored response, so no operation ever
+//!   decodes or rewrites a body. The braces are a Redis Cluster hash tag.
+//! - **One script per operation.** Claim, complete, release and renew are each one Lua
+//!   script, atomic on the server, sent by SHA1 (`EVALSHA`) and reloaded when the server
+//!   answers `NOSCRIPT`. Each reads the time with the server's `TIME`: the clients' clocks
+//!   never decide a lease. Fencing is the core's: complete, release and renew act only for
+//!   the claim token that holds the key.
+//! - **Everything expires.** A claim's key expires after its lease plus the reclaim
+//!   grace (a renewal moves both), a result's after its time to live. Durations longer
+//!   than about 50 years are shortened to that.
+//! - **Waiters are woken by the server.** Complete, release and a claim that replaces a
+//!   record publish on a channel named like the key. Each backend holds one subscription
+//!   connection and subscribes it to the keys its waiters wait on, then demultiplexes to
+//!   in-process events. A waiter subscribes before it reads, returns at once when the
+//!   owner's lease has lapsed, re-reads on a 50 ms to 1 s backoff in case a message was
+//!   lost, and never waits past its timeout. A lost subscription connection reconnects,
+//!   and its waiters subscribe again.
+//! - **Corrupt records are absent.** A value at a record's key that this version cannot
+//!   read (another type, another program's data, another format, damage) is treated as no
+//!   record and overwritten by the next claim; it is never replayed and never an error.
+//!   Each one is logged with `tracing` and handed to
+//!   [`Builder::on_corrupt_record`]'s callback ([`CorruptRecord`]).
+//! - **Failures are errors.** A server that is down, a lost connection, or no reply within
+//!   the [command timeout](Builder::command_timeout) is a
+//!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`RedisError`], so the
+//!   executor's `OnStorageError` decides. The connections reconnect by themselves when the
+//!   server is back. An operation reported done was done.
+//! - **Time on this side.** Each reply carries the server's time; the instants of a
+//!   [`Record`](idemkit_core::Record) are the server's mapped onto this machine's
+//!   monotonic clock relative to that reply, so they are off by at most a round trip.
+//!
+//! # What Redis cannot promise
+//!
+//! Say it plainly: this backend is as durable as the Redis behind it.
+//!
+//! - **Eviction.** With a `maxmemory` limit and any `maxmemory-policy` but `noeviction`,
+//!   Redis may drop keys that have a TTL, and every key here has one: an evicted claim
+//!   lets a duplicate run, an evicted result runs again. The builder checks the policy at
+//!   connect and warns ([`EvictionCheck`]; it can refuse instead). Use `noeviction`.
+//! - **Replication is asynchronous.** A write acknowledged by a master can be lost if the
+//!   master fails before a replica has it; after a failover, a claim may be gone and its
+//!   key run twice. [`Builder::wait_for_replicas`] makes every write wait for replicas
+//!   (`WAIT`), which narrows the window but does not close it.
+//! - **Persistence.** A server restarted without persistence has forgotten every claim and
+//!   result. Run it with AOF (`appendfsync everysec` loses up to a second).
+//! - **The server's clock.** `TIME` is the server's wall clock: a clock step on the server
+//!   (not a slew) lengthens or shortens every lease by the step. In a cluster each node
+//!   judges its own keys by its own clock.
+//! - **Pub/sub delivers at most once.** A wake-up lost to a disconnection costs a waiter
+//!   at most a second (its re-read), never a wrong answer.
+//!
+//! # Runtimes
+//!
+//! The connections are driven by the `redis` crate on the runtime the backend was built
+//! in: inside a tokio runtime (which needs its I/O and time drivers, as `#[tokio::main]`
+//! gives), on tokio; anywhere else, on smol's global executor, which runs on its own
+//! thread and so serves smol code and blocking code alike. Build the backend where it
+//! will be used, and keep that runtime alive while it is. Blocking calls park their
+//! thread: make them from threads, not from inside an async task.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod backend;
+mod builder;
+mod commands;
+mod corrupt;
+mod error;
+mod headers;
+mod layout;
+mod record;
+mod releases;
+mod reply;
+mod responses;
+mod runtime;
+mod scripts;
+mod server_clock;
+mod token;
+mod traits;
+mod wait;
+mod wakeups;
+
+pub use backend::RedisBackend;
+pub use builder::{BuildError, Builder, EvictionCheck};
+pub use corrupt::CorruptRecord;
+pub use error::RedisError;
+pub use layout::InvalidNamespace;
+
+impl RedisBackend {
+    /// A builder, to set the server and everything else: see [`Builder`].
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
+    /// reclaim grace, 1 s command timeout).
+    pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
+        Builder::new().url(url).build().await
+    }
+
+    /// [`RedisBackend::connect`] for blocking code.
+    pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
+        Builder::new().url(url).build_blocking()
+    }
+}

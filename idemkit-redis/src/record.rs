@@ -1,0 +1,54 @@
+//! Stored records, as the core's [`Record`]s: server instants mapped to local ones,
+//! headers decoded.
+
+use idemkit_core::{ClaimToken, Record, Response};
+
+use crate::headers;
+use crate::reply::Stored;
+use crate::responses::SharedResponses;
+use crate::server_clock::ServerNow;
+
+/// A completed record whose stored headers do not decode; its token names it, so a claim
+/// can replace exactly it.
+#[derive(Debug)]
+pub(crate) struct Undecodable {
+    pub(crate) token: ClaimToken,
+}
+
+/// `stored`, the record of `key` (at `storage_key`) read in a reply that carried `now`;
+/// its response shared through `responses`.
+pub(crate) fn to_record(
+    key: &str,
+    storage_key: &str,
+    stored: Stored,
+    now: &ServerNow,
+    responses: &SharedResponses,
+) -> Result<Record, Undecodable> {
+    let record = Record::claimed(
+        key,
+        &stored.fingerprint,
+        stored.fingerprint_version,
+        stored.token.clone(),
+        now.instant(stored.claimed_at),
+        now.instant(stored.lease_until),
+    );
+    let Some(result) = stored.result else {
+        return Ok(record);
+    };
+    let Ok(headers) = headers::decode(&result.headers) else {
+        return Err(Undecodable {
+            token: stored.token,
+        });
+    };
+    let response = Response {
+        status: result.status,
+        headers,
+        body: result.body,
+    };
+    let response = responses.share(storage_key, &stored.token, response);
+    Ok(record.into_completed(
+        now.instant(result.completed_at),
+        now.instant(stored.gone_at),
+        response,
+    ))
+}

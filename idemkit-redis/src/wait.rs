@@ -1,0 +1,95 @@
+//! Waiting for a claim in flight: the server's wake-up is the fast path, a backed-off
+//! re-read the floor (a wake-up can be lost: pub/sub delivers at most once).
+
+use std::time::Duration;
+
+use idemkit_core::{Error, Record};
+
+use crate::backend::{Found, Inner};
+use crate::runtime::{Timers, sleep, within};
+
+/// How long past a lease's end a waiter re-reads, to see it lapsed (`lease_until < now`
+/// is strict).
+const LAPSE_MARGIN: Duration = Duration::from_millis(1);
+
+/// The re-read cadence of a waiter that hears nothing: 50 ms, doubling up to 1 s.
+#[derive(Debug)]
+pub(crate) struct PollSchedule {
+    next: Duration,
+}
+
+impl PollSchedule {
+    pub(crate) const FIRST: Duration = Duration::from_millis(50);
+    pub(crate) const CAP: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new() -> PollSchedule {
+        PollSchedule {
+            next: PollSchedule::FIRST,
+        }
+    }
+
+    /// The interval before the next re-read; each call doubles the one after, to the cap.
+    pub(crate) fn advance(&mut self) -> Duration {
+        let interval = self.next;
+        self.next = (interval * 2).min(PollSchedule::CAP);
+        interval
+    }
+}
+
+impl Inner {
+    /// The completed record of `key` as soon as it lands; `None` at once for no record or
+    /// a lapsed lease, as soon as the key is released, or once `timeout` runs out. Never
+    /// longer than `timeout`, whatever the server does: a failed read is an error, a slow
+    /// one is cut off by the timeout.
+    pub(crate) async fn wait_for_completion(
+        &self,
+        key: &str,
+        timeout: Duration,
+        timers: Timers,
+    ) -> Result<Option<Record>, Error> {
+        self.settled(key, timers).await;
+        let storage_key = self.layout.storage_key(key);
+        let watcher = self.wakeups.watch(&storage_key);
+        let waiting = async {
+            let mut polls = PollSchedule::new();
+            loop {
+                // Listen, then subscribe, then read: a wake-up published after the read
+                // reaches this listener.
+                let listener = watcher.listen();
+                if !watcher.is_subscribed() {
+                    // A failure only costs latency: the poll below is the floor, and the
+                    // next step subscribes again.
+                    let _ = within(timers, self.command_timeout, watcher.ensure_subscribed()).await;
+                }
+                let lease_left = match self.find(key, &storage_key, timers).await? {
+                    Found::Nothing => return Ok(None),
+                    Found::Completed(record) => return Ok(Some(record)),
+                    // The owner's lease lapsed: it has probably crashed, and waiting
+                    // cannot help; the caller may claim the key itself.
+                    Found::Claimed {
+                        lease_left: None, ..
+                    } => return Ok(None),
+                    Found::Claimed {
+                        lease_left: Some(left),
+                        ..
+                    } => left,
+                };
+                let park = polls.advance().min(lease_left.saturating_add(LAPSE_MARGIN));
+                futures_lite::future::or(listener, sleep(timers, park)).await;
+            }
+        };
+        within(timers, timeout, waiting).await.unwrap_or(Ok(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_back_off_from_50ms_to_a_1s_cap() {
+        let mut polls = PollSchedule::new();
+        let seen: Vec<u64> = (0..8).map(|_| polls.advance().as_millis() as u64).collect();
+        assert_eq!(seen, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
+    }
+}

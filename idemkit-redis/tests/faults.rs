@@ -1,0 +1,330 @@
+//! Faults on a real server: killed during a wait and during a run, restarted, paused
+//! past the command timeout (`DEBUG SLEEP`, `CLIENT PAUSE`, a frozen process). Each
+//! outcome is an error or a correct result, never a hang or a panic, and afterwards the
+//! same backend works again without being rebuilt. Each test has a server of its own.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use idemkit_core::{
+    AsyncIdempotency, Backend, BlockingBackend, Claim, Decision, Error, Fingerprint, Key, Response,
+    RunError,
+};
+use idemkit_redis::{RedisBackend, RedisError};
+use redis_harness::RedisServer;
+use support::{HANG_GUARD, LEASE, builder, is_storage, until_working, until_working_blocking};
+
+fn server() -> Option<RedisServer> {
+    redis_harness::available().then(|| RedisServer::start().expect("a test server starts"))
+}
+
+/// Whether `error` is a storage error that says no reply came in time.
+fn is_timeout(error: &Error) -> bool {
+    match error {
+        Error::Storage(source) => source
+            .downcast_ref::<RedisError>()
+            .is_some_and(RedisError::is_timeout),
+        _ => false,
+    }
+}
+
+/// After a fault: a whole claim, wait, complete, replay cycle on fresh keys works,
+/// wake-ups included.
+async fn works_end_to_end(backend: &RedisBackend) {
+    until_working(backend).await;
+    let Claim::New(token) = Backend::claim(backend, "after", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("a fresh key after the fault was not new");
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            Backend::wait_for_completion(&backend, "after", Duration::from_secs(30)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let response = Arc::new(Response::new(200, "after the fault"));
+    assert!(
+        Backend::complete(backend, "after", &token, response.clone(), LEASE)
+            .await
+            .unwrap()
+    );
+    let woken = tokio::time::timeout(HANG_GUARD, waiter)
+        .await
+        .expect("the waiter hung")
+        .unwrap()
+        .unwrap()
+        .expect("the waiter saw the completion");
+    assert_eq!(woken.response(), Some(&*response));
+    let Claim::Completed(replay) = Backend::claim(backend, "after", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("no replay after the fault");
+    };
+    assert_eq!(replay.response(), Some(&*response));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_a_wait_then_restarted() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "kill-wait").build().await.unwrap();
+    let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            Backend::wait_for_completion(&backend, "k", Duration::from_secs(30)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill();
+    let outcome = tokio::time::timeout(HANG_GUARD, waiter)
+        .await
+        .expect("the wait hung after the server died")
+        .unwrap();
+    match outcome {
+        Err(error) => assert!(is_storage(&error), "{error}"),
+        // Nothing completed the key: no record is the only other correct answer.
+        Ok(record) => assert!(record.is_none(), "{record:?}"),
+    }
+    server.restart().unwrap();
+    works_end_to_end(&backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_a_run_then_restarted() {
+    let Some(server) = server() else { return };
+    let server = Arc::new(server);
+    let backend = builder(&server.url(), "kill-run").build().await.unwrap();
+    let idempotency = AsyncIdempotency::new(backend.clone());
+    let key = Key::new(["kill-run"]);
+    let fingerprint = Fingerprint::new(["request"]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let op = |server: Arc<RedisServer>, runs: Arc<AtomicUsize>| {
+        move || async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            server.kill();
+            Ok::<_, std::convert::Infallible>(Response::new(200, "charged"))
+        }
+    };
+    let outcome = tokio::time::timeout(
+        HANG_GUARD,
+        idempotency.run(&key, &fingerprint, op(server.clone(), runs.clone())),
+    )
+    .await
+    .expect("the run hung after the server died");
+    // The result could not be stored, so it must not be reported stored.
+    match outcome {
+        Err(RunError::StorageFailed(error)) => assert!(is_storage(&error), "{error}"),
+        other => panic!("expected a storage failure, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    server.restart().unwrap();
+    until_working(&backend).await;
+    // The restarted server has no persistence: the key is free again, runs once more,
+    // and is replayed from then on.
+    let again = idempotency
+        .run(&key, &fingerprint, || async {
+            Ok::<_, std::convert::Infallible>(Response::new(200, "charged again"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.decision, Decision::New);
+    let replay = idempotency
+        .run(&key, &fingerprint, || async {
+            Ok::<_, std::convert::Infallible>(Response::new(500, "must not run"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(replay.decision, Decision::Replayed);
+    assert_eq!(replay.response.body, "charged again");
+    works_end_to_end(&backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_between_operations() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "restart").build().await.unwrap();
+    until_working(&backend).await;
+    for _ in 0..3 {
+        server.restart().unwrap();
+        works_end_to_end(&backend).await;
+        Backend::get(&backend, "after").await.unwrap();
+        server.restart().unwrap();
+        until_working(&backend).await;
+    }
+}
+
+/// Runs `pause` (which blocks the server for about three seconds) on a thread, and while
+/// it lasts, claims fresh keys again and again: each claim is a timeout error or a
+/// correct claim, and at least one meets the pause. Afterwards the backend works, and the
+/// claims that timed out may have landed late (the key is then held by a token nobody
+/// knows until its lease lapses: that is what a lost reply means).
+async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
+    let Some(server) = server() else { return };
+    let server = Arc::new(server);
+    let backend = builder(&server.url(), tag)
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    until_working(&backend).await;
+    let pausing = {
+        let server = server.clone();
+        thread::spawn(move || pause(&server))
+    };
+    let lease = Duration::from_secs(1);
+    let mut timeouts = 0;
+    let mut keys = Vec::new();
+    // Bounded: the pause ends after a few seconds, and each claim after 300 ms at most.
+    while !pausing.is_finished() && keys.len() < 200 {
+        let key = format!("paused-{}", keys.len());
+        let claimed =
+            tokio::time::timeout(HANG_GUARD, Backend::claim(&backend, &key, "fp", 1, lease))
+                .await
+                .expect("a claim hung on a paused server");
+        match claimed {
+            Err(error) if is_timeout(&error) => timeouts += 1,
+            Err(error) => panic!("a paused server is a timeout, not {error}"),
+            Ok(Claim::New(_)) => {}
+            Ok(other) => panic!("a fresh key: {other:?}"),
+        }
+        keys.push(key);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pausing.join().unwrap();
+    assert!(
+        timeouts > 0,
+        "no claim met the pause ({} tried)",
+        keys.len()
+    );
+    works_end_to_end(&backend).await;
+    // Whatever the late claims did, each key can be claimed once its lease has lapsed.
+    tokio::time::sleep(lease + Duration::from_millis(200)).await;
+    for key in keys {
+        match Backend::claim(&backend, &key, "fp", 1, LEASE)
+            .await
+            .unwrap()
+        {
+            Claim::New(_) | Claim::Reclaimed(_) => {}
+            other => panic!("{key} after its lease lapsed: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_by_debug_sleep() {
+    paused_past_the_command_timeout("debug-sleep", |server| {
+        server.cli(&["DEBUG", "SLEEP", "3"]).unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_by_client_pause() {
+    paused_past_the_command_timeout("client-pause", |server| {
+        server.cli(&["CLIENT", "PAUSE", "3000", "ALL"]).unwrap();
+        thread::sleep(Duration::from_millis(3_000));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_a_frozen_server_ends_by_its_timeout() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "frozen").build().await.unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            Backend::wait_for_completion(&backend, "k", Duration::from_secs(2)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.pause().unwrap();
+    let outcome = tokio::time::timeout(HANG_GUARD, waiter).await;
+    server.resume().unwrap();
+    match outcome
+        .expect("the wait outlived its timeout on a frozen server")
+        .unwrap()
+    {
+        Err(error) => assert!(is_storage(&error), "{error}"),
+        Ok(record) => assert!(record.is_none(), "nothing completed: {record:?}"),
+    }
+    until_working(&backend).await;
+    assert!(
+        Backend::complete(
+            &backend,
+            "k",
+            &token,
+            Arc::new(Response::new(200, "ok")),
+            LEASE
+        )
+        .await
+        .unwrap(),
+        "the claim made before the freeze is still held"
+    );
+    works_end_to_end(&backend).await;
+}
+
+#[test]
+fn blocking_calls_fail_while_the_server_is_down_and_work_after() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "blocking").build_blocking().unwrap();
+    until_working_blocking(&backend);
+    server.kill();
+    let claimed = BlockingBackend::claim(&backend, "down", "fp", 1, LEASE);
+    assert!(
+        matches!(&claimed, Err(error) if is_storage(error)),
+        "{claimed:?}"
+    );
+    let waited = BlockingBackend::wait_for_completion(&backend, "down", Duration::from_secs(1));
+    assert!(
+        matches!(&waited, Err(error) if is_storage(error)) || matches!(waited, Ok(None)),
+        "{waited:?}"
+    );
+    server.restart().unwrap();
+    until_working_blocking(&backend);
+    let Claim::New(token) = BlockingBackend::claim(&backend, "down", "fp", 1, LEASE).unwrap()
+    else {
+        panic!("the restarted server has no record");
+    };
+    let response = Arc::new(Response::new(200, "ok"));
+    assert!(BlockingBackend::complete(&backend, "down", &token, response.clone(), LEASE).unwrap());
+    let record = BlockingBackend::get(&backend, "down").unwrap().unwrap();
+    assert_eq!(record.response(), Some(&*response));
+}
+
+#[test]
+fn smol_calls_fail_while_the_server_is_down_and_work_after() {
+    let Some(server) = server() else { return };
+    smol::block_on(async {
+        let backend = builder(&server.url(), "smol").build().await.unwrap();
+        until_working(&backend).await;
+        server.kill();
+        let claimed = Backend::claim(&backend, "down", "fp", 1, LEASE).await;
+        assert!(
+            matches!(&claimed, Err(error) if is_storage(error)),
+            "{claimed:?}"
+        );
+        server.restart().unwrap();
+        until_working(&backend).await;
+        let Claim::New(_) = Backend::claim(&backend, "down", "fp", 1, LEASE)
+            .await
+            .unwrap()
+        else {
+            panic!("the restarted server has no record");
+        };
+    });
+}

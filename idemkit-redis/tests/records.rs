@@ -1,0 +1,450 @@
+//! What the backend leaves in Redis and what it makes of what it finds there: corrupt
+//! values are claimed as new and reported, never replayed; every key it writes expires;
+//! records sit at `storage_key`, namespaces keep services apart; headers survive with
+//! repeated names. Plus the configuration checks made at connect: the eviction policy,
+//! `WAIT`, bad settings.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use idemkit_core::{
+    AsyncIdempotency, Backend, Claim, Decision, Fingerprint, Key, Policy, Response, RunError,
+};
+use idemkit_redis::{BuildError, CorruptRecord, EvictionCheck, RedisBackend, RedisError};
+use redis::Commands;
+use redis_harness::RedisServer;
+use support::{LEASE, builder};
+
+fn connection(server: &RedisServer) -> redis::Connection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+/// A backend whose corrupt-record reports are collected.
+async fn reporting(
+    server: &RedisServer,
+    tag: &str,
+) -> (RedisBackend, Arc<Mutex<Vec<CorruptRecord>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let backend = builder(&server.url(), tag)
+        .on_corrupt_record(move |record| sink.lock().unwrap().push(record.clone()))
+        .build()
+        .await
+        .unwrap();
+    (backend, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_at_a_key_is_claimed_as_new_and_reported() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let (backend, seen) = reporting(server, "garbage").await;
+    let key = Key::new(["garbage"]);
+    let storage_key = backend.storage_key(key.as_str());
+    let () = connection(server)
+        .set(&storage_key, "\u{0}not a record at all")
+        .unwrap();
+
+    assert!(
+        Backend::get(&backend, key.as_str())
+            .await
+            .unwrap()
+            .is_none(),
+        "absent to a read"
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].storage_key, storage_key);
+        assert_eq!(seen[0].key, key.as_str());
+        assert!(!seen[0].overwritten);
+        assert!(seen[0].reason.contains("string"), "{}", seen[0].reason);
+    }
+
+    let idempotency = AsyncIdempotency::new(backend.clone());
+    let fingerprint = Fingerprint::new(["request"]);
+    let first = idempotency
+        .run(&key, &fingerprint, || async {
+            Ok::<_, Infallible>(Response::new(201, "ran"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        first.decision,
+        Decision::New,
+        "claimed as new, not an error"
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[1].overwritten, "the claim overwrote it");
+    }
+    let replay = idempotency
+        .run(&key, &fingerprint, || async {
+            Ok::<_, Infallible>(Response::new(500, "again"))
+        })
+        .await
+        .unwrap();
+    assert_eq!(replay.decision, Decision::Replayed);
+    assert_eq!(
+        replay.response.body, "ran",
+        "the stored result, never the garbage"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2, "nothing corrupt any more");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_whose_headers_do_not_decode_is_run_again_not_replayed() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let (backend, seen) = reporting(server, "bad-headers").await;
+    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let stored = Arc::new(Response::new(200, "body").with_header("a", "b"));
+    assert!(
+        Backend::complete(&backend, "k", &token, stored, LEASE)
+            .await
+            .unwrap()
+    );
+    let () = connection(server)
+        .hset(
+            backend.storage_key("k"),
+            "h",
+            "\u{0}\u{0}\u{0}\u{9}truncated",
+        )
+        .unwrap();
+
+    assert!(Backend::get(&backend, "k").await.unwrap().is_none());
+    match Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() {
+        Claim::New(_) => {}
+        other => panic!("replayed a record that does not decode: {other:?}"),
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.iter().all(|record| record.reason.contains("headers")));
+    assert!(!seen[0].overwritten && seen[1].overwritten);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_live_at_their_storage_key_and_namespaces_are_apart() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let one = builder(&server.url(), "one").build().await.unwrap();
+    let other = builder(&server.url(), "other").build().await.unwrap();
+    assert_eq!(
+        one.storage_key("abc"),
+        format!("{}:{{abc}}", one.namespace())
+    );
+    let Claim::New(_) = Backend::claim(&one, "abc", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let exists: bool = connection(server).exists(one.storage_key("abc")).unwrap();
+    assert!(exists);
+    assert!(
+        matches!(
+            Backend::claim(&other, "abc", "fp", 1, LEASE).await.unwrap(),
+            Claim::New(_)
+        ),
+        "another namespace has its own records"
+    );
+    assert!(matches!(
+        Backend::claim(&one, "abc", "fp", 1, LEASE).await.unwrap(),
+        Claim::InFlight(_)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_survive_with_repeated_headers_and_raw_bytes() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let backend = builder(&server.url(), "headers").build().await.unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let response = Arc::new(
+        Response::new(299, vec![0u8, 255, 13, 10, 0])
+            .with_header("set-cookie", "a=1")
+            .with_header("Set-Cookie", "b=2")
+            .with_header("set-cookie", "a=1")
+            .with_header("x-raw", vec![0u8, 200, 10]),
+    );
+    assert!(
+        Backend::complete(&backend, "k", &token, response.clone(), LEASE)
+            .await
+            .unwrap()
+    );
+    let record = Backend::get(&backend, "k").await.unwrap().unwrap();
+    assert_eq!(record.response(), Some(&*response));
+    let Claim::Completed(replay) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap()
+    else {
+        panic!("no replay");
+    };
+    assert_eq!(replay.response(), Some(&*response));
+    assert_eq!(replay.claim_token(), &token);
+    assert!(replay.completed_at().unwrap() <= replay.expires_at().unwrap());
+    let lives = replay.expires_at().unwrap() - replay.completed_at().unwrap();
+    assert_eq!(lives, LEASE, "the TTL counts from completion");
+}
+
+/// A mix of everything the executor does, then a look at every key in the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_the_backend_writes_expires() {
+    if !redis_harness::available() {
+        return;
+    }
+    let server = RedisServer::start().unwrap();
+    let backend = builder(&server.url(), "ttl")
+        .reclaim_grace(Duration::from_secs(5))
+        .build()
+        .await
+        .unwrap();
+    let policy = Policy::default()
+        .with_lease_ttl(Duration::from_millis(600))
+        .with_wait_timeout(Duration::from_secs(5));
+    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend.clone(), policy).unwrap());
+    let fingerprint = Fingerprint::new(["request"]);
+    for i in 0..20 {
+        let key = Key::new(["ttl", &i.to_string()]);
+        let status = if i % 4 == 0 { 503 } else { 200 };
+        // Long enough for the heartbeat to renew the lease.
+        let slow = i % 5 == 0;
+        let run = |idempotency: Arc<AsyncIdempotency<RedisBackend>>, key: Key| {
+            let fingerprint = fingerprint.clone();
+            async move {
+                idempotency
+                    .run(&key, &fingerprint, || async move {
+                        if slow {
+                            tokio::time::sleep(Duration::from_millis(900)).await;
+                        }
+                        Ok::<_, Infallible>(Response::new(status, "x"))
+                    })
+                    .await
+            }
+        };
+        let (a, b) = tokio::join!(
+            run(idempotency.clone(), key.clone()),
+            run(idempotency.clone(), key.clone())
+        );
+        for outcome in [a, b] {
+            match outcome {
+                Ok(_) | Err(RunError::InProgress { .. }) => {}
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        let _ = idempotency
+            .run(&key, &fingerprint, || async { Err::<Response, _>("fails") })
+            .await;
+    }
+    // A claim left to lapse, then reclaimed; and one that is never finished.
+    let Claim::New(_) = Backend::claim(&backend, "lapse", "fp", 1, Duration::from_millis(100))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(matches!(
+        Backend::claim(&backend, "lapse", "fp", 1, LEASE)
+            .await
+            .unwrap(),
+        Claim::Reclaimed(_)
+    ));
+    let Claim::New(token) = Backend::claim(&backend, "renewed", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(
+        Backend::renew(&backend, "renewed", &token, Duration::MAX)
+            .await
+            .unwrap()
+    );
+    let Claim::New(token) = Backend::claim(&backend, "forever", "fp", 1, Duration::MAX)
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(
+        Backend::complete(
+            &backend,
+            "forever",
+            &token,
+            Arc::new(Response::new(200, "x")),
+            Duration::MAX
+        )
+        .await
+        .unwrap()
+    );
+    // Garbage overwritten by a claim.
+    let mut con = connection(&server);
+    let () = con.set(backend.storage_key("garbage"), "x").unwrap();
+    let _ = Backend::claim(&backend, "garbage", "fp", 1, LEASE)
+        .await
+        .unwrap();
+
+    let keys: Vec<String> = con.keys("*").unwrap();
+    assert!(keys.len() > 10, "the mix wrote keys: {keys:?}");
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).unwrap();
+        assert!(ttl > 0 || ttl == -2, "{key} has no TTL ({ttl})");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicting_policy_is_warned_about_or_refused() {
+    if !redis_harness::available() {
+        return;
+    }
+    let evicting = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"], false).unwrap();
+    let refused = builder(&evicting.url(), "evict")
+        .eviction_check(EvictionCheck::Refuse)
+        .build()
+        .await;
+    match refused {
+        Err(BuildError::EvictingPolicy { policy }) => assert_eq!(policy, "allkeys-lru"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    builder(&evicting.url(), "evict")
+        .build()
+        .await
+        .expect("the default only warns");
+    builder(&evicting.url(), "evict")
+        .eviction_check(EvictionCheck::Skip)
+        .build()
+        .await
+        .unwrap();
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    builder(&server.url(), "noeviction")
+        .eviction_check(EvictionCheck::Refuse)
+        .build()
+        .await
+        .expect("noeviction passes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_settings_and_unreachable_servers_are_build_errors() {
+    let config = |result: Result<RedisBackend, BuildError>| match result {
+        Err(BuildError::Config(why)) => why,
+        other => panic!("expected a configuration error, got {other:?}"),
+    };
+    config(RedisBackend::builder().build().await);
+    config(RedisBackend::builder().url("not a url").build().await);
+    config(
+        RedisBackend::builder()
+            .cluster(Vec::<String>::new())
+            .build()
+            .await,
+    );
+    for namespace in ["", "a{b", "c}"] {
+        config(
+            RedisBackend::builder()
+                .url("redis://127.0.0.1:1/")
+                .namespace(namespace)
+                .build()
+                .await,
+        );
+    }
+    config(
+        RedisBackend::builder()
+            .url("redis://127.0.0.1:1/")
+            .command_timeout(Duration::ZERO)
+            .build()
+            .await,
+    );
+    if !redis_harness::available() {
+        return;
+    }
+    // A port where nothing listens (a server started and stopped).
+    let gone = RedisServer::start().unwrap();
+    let url = gone.url();
+    drop(gone);
+    match builder(&url, "unreachable").build().await {
+        Err(BuildError::Connect(error)) => assert_eq!(error.operation(), "connect"),
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_can_wait_for_replicas() {
+    if !redis_harness::available() {
+        return;
+    }
+    let primary = RedisServer::start().unwrap();
+    let under = builder(&primary.url(), "wait-none")
+        .wait_for_replicas(1, Duration::from_millis(200))
+        .build()
+        .await
+        .unwrap();
+    // No replica: the claim is applied, but reported as an under-replicated failure.
+    let error = Backend::claim(&under, "k", "fp", 1, LEASE)
+        .await
+        .unwrap_err();
+    let idemkit_core::Error::Storage(source) = &error else {
+        panic!("{error}")
+    };
+    assert!(
+        source
+            .downcast_ref::<RedisError>()
+            .unwrap()
+            .is_under_replicated(),
+        "{error}"
+    );
+    assert!(
+        Backend::get(&under, "k").await.unwrap().is_some(),
+        "applied all the same"
+    );
+
+    let port = primary.port().to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port], false).unwrap();
+    let give_up = std::time::Instant::now() + support::HANG_GUARD;
+    while !replica
+        .cli(&["INFO", "replication"])
+        .unwrap()
+        .contains("master_link_status:up")
+    {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the replica never synced"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let replicated = builder(&primary.url(), "wait-one")
+        .wait_for_replicas(1, Duration::from_secs(5))
+        .build()
+        .await
+        .unwrap();
+    let Claim::New(token) = Backend::claim(&replicated, "k", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("not new");
+    };
+    let response = Arc::new(Response::new(200, "replicated"));
+    assert!(
+        Backend::complete(&replicated, "k", &token, response, LEASE)
+            .await
+            .unwrap()
+    );
+    let copy: Vec<u8> = connection(&replica)
+        .hget(replicated.storage_key("k"), "b")
+        .unwrap();
+    assert_eq!(
+        copy, b"replicated",
+        "the replica has the result once complete returns"
+    );
+}

@@ -1,0 +1,22 @@
+//! The README's axum quick start: a router whose POST /charges runs once per
+//! `Idempotency-Key` per API key. `cargo run -p idemkit-tower --example axum_quick_start`
+use axum::{Router, routing::post};
+use idemkit_core::InMemoryBackend;
+use idemkit_tower::IdempotencyLayer;
+
+async fn charge(body: String) -> String {
+    format!("charged {body}\n")
+}
+
+#[tokio::main]
+async fn main() {
+    let idempotency = IdempotencyLayer::builder(InMemoryBackend::new())
+        .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
+        .build()
+        .unwrap();
+    let app = Router::new()
+        .route("/charges", post(charge))
+        .layer(idempotency);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await;
+    axum::serve(listener.unwrap(), app).await.unwrap();
+}

@@ -1,0 +1,89 @@
+//! The backend the command line chose, picked at run time.
+
+use idemkit_core::{DynBackend, InMemoryBackend, Key};
+use idemkit_redis::{CorruptRecord, RedisBackend};
+use idemkit_tokio::TokioTimer;
+
+use super::options::{BackendChoice, Options};
+
+/// The most records the in-memory store holds: far more than a test run makes.
+const MEMORY_RECORDS: usize = 1_000_000;
+
+/// The store behind the layer.
+pub struct Store {
+    backend: DynBackend,
+    kind: Kind,
+}
+
+enum Kind {
+    Memory,
+    Redis(RedisBackend),
+}
+
+impl Store {
+    /// Opens the backend the options name (connects to Redis, for Redis).
+    pub async fn open(options: &Options) -> Result<Store, String> {
+        match &options.backend {
+            BackendChoice::Memory => Ok(Store {
+                backend: DynBackend::new(
+                    InMemoryBackend::builder()
+                        .max_size(MEMORY_RECORDS)
+                        .timer(TokioTimer)
+                        .build(),
+                ),
+                kind: Kind::Memory,
+            }),
+            BackendChoice::Redis(url) => {
+                let mut builder = RedisBackend::builder()
+                    .url(url)
+                    .on_corrupt_record(print_corrupt_record);
+                if let Some(namespace) = &options.namespace {
+                    builder = builder.namespace(namespace.as_str());
+                }
+                let backend = builder
+                    .build()
+                    .await
+                    .map_err(|error| format!("backend {url}: {error}"))?;
+                Ok(Store {
+                    backend: DynBackend::new(backend.clone()),
+                    kind: Kind::Redis(backend),
+                })
+            }
+        }
+    }
+
+    /// The backend, for the layer.
+    pub fn backend(&self) -> DynBackend {
+        self.backend.clone()
+    }
+
+    /// The backend's name in events.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::Memory => "memory",
+            Kind::Redis(_) => "redis",
+        }
+    }
+
+    /// The key under which the backend stores the record of `key`.
+    pub fn storage_key(&self, key: &Key) -> String {
+        match &self.kind {
+            Kind::Memory => key.as_str().to_owned(),
+            Kind::Redis(backend) => backend.storage_key(key.as_str()),
+        }
+    }
+}
+
+/// One JSON line for a value at a record's key that is not a record.
+fn print_corrupt_record(record: &CorruptRecord) {
+    super::print_line(&serde_json::json!({
+        "event": "idempotency.corrupt_record",
+        "decision": "corrupt_record",
+        "corrupt": true,
+        "effective_key": record.key,
+        "storage_key": record.storage_key,
+        "reason": record.reason,
+        "overwritten": record.overwritten,
+        "backend": "redis",
+    }));
+}

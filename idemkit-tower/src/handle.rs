@@ -1,0 +1,185 @@
+//! What happens to one request: checked, read, keyed, fingerprinted, then run once
+//! through the core's executor, whose outcome [`answer`](crate::answer) turns into the
+//! response.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, Request, Response, response};
+use http_body::Body;
+use idemkit_core::Backend;
+use tower_service::Service;
+
+use crate::answer::{Answer, Delivered, NotStored};
+use crate::canonical::{Target, media_type_is};
+use crate::effective_key::effective_key;
+use crate::event::EventKind;
+use crate::fingerprint::request_fingerprint;
+use crate::key_header::IdempotencyKey;
+use crate::layer::{Config, Shared};
+use crate::problem::{Problem, ProblemType};
+use crate::request_body::{BoxError, ReadBody, RequestBody, read_capped};
+use crate::response_body::{Captured, ResponseBody, capture};
+
+/// Handles one request with the ready service `inner`.
+pub(crate) async fn handle<S, B, ReqBody, ResBody>(
+    shared: Arc<Shared<B>>,
+    mut inner: S,
+    request: Request<ReqBody>,
+) -> Result<Response<ResponseBody<ResBody>>, S::Error>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
+    B: Backend,
+    ReqBody: Body<Data = Bytes>,
+    ReqBody::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes>,
+{
+    let config = &shared.config;
+    if !config.methods.contains(request.method()) {
+        return pass_through(inner, request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let answer = Answer::new(config, &parts, Instant::now());
+    let compat = config.compat;
+    let key = match IdempotencyKey::from_headers(&parts.headers) {
+        Ok(Some(key)) => key,
+        Ok(None) if !config.require_key => {
+            return pass_through(inner, Request::from_parts(parts, body)).await;
+        }
+        Ok(None) => {
+            let problem = Problem::new(
+                ProblemType::MissingKey,
+                compat,
+                "This endpoint requires an Idempotency-Key header: send a unique key (a UUID, \
+                 say) with the request, and the same key with each retry of it.",
+            );
+            return Ok(answer.refuse(problem, EventKind::MissingKey));
+        }
+        Err(error) => {
+            let problem = Problem::new(
+                ProblemType::MissingKey,
+                compat,
+                format!("{error}. Send one key of 1 to 255 bytes, bare or as a quoted string."),
+            );
+            return Ok(answer.refuse(problem, EventKind::InvalidKey));
+        }
+    };
+    let Some(scope) = config.scope.of(&parts) else {
+        let problem = Problem::new(
+            ProblemType::IdentityUnavailable,
+            compat,
+            "The server could not tell who sent this request, so it cannot keep its \
+             idempotency key apart from other callers' keys. This is a server-side \
+             configuration problem.",
+        );
+        return Ok(answer.refuse(problem, EventKind::IdentityUnavailable));
+    };
+    let body = match read_capped(body, config.max_request_body_bytes).await {
+        ReadBody::Complete(body) => body,
+        ReadBody::TooLarge => {
+            let problem = Problem::new(
+                ProblemType::RequestTooLarge,
+                compat,
+                format!(
+                    "Requests with an Idempotency-Key may carry at most {} bytes of body.",
+                    config.max_request_body_bytes
+                ),
+            );
+            return Ok(answer.refuse(problem, EventKind::RequestTooLarge));
+        }
+        ReadBody::Failed(error) => {
+            tracing::debug!(target: "idemkit_tower", %error, "request body broke off");
+            let problem = Problem::new(
+                ProblemType::RequestBodyUnreadable,
+                compat,
+                "The request body ended before it was complete. Send the request again.",
+            );
+            return Ok(answer.refuse(problem, EventKind::RequestBodyUnreadable));
+        }
+    };
+    let target = Target::of(&parts.method, parts.uri.path());
+    let key = effective_key(&key, &scope, &target);
+    let fingerprint = request_fingerprint(&target, &parts, &body, &config.fingerprint_headers);
+    let answer = answer.with_key(key.clone());
+    let request = Request::from_parts(parts, RequestBody::read(body));
+
+    // Filled by the handler's run, if it runs here: what the first client receives.
+    let mut delivered: Option<Delivered> = None;
+    let slot = &mut delivered;
+    let inner = &mut inner;
+    // Both futures are boxed: they are large (the executor's run is several kilobytes),
+    // and inline they would make every request's future as large, refusals and
+    // pass-throughs included, and be copied whole each time it moves.
+    let run = shared.executor.run(&key, &fingerprint, move || async move {
+        Box::pin(run_handler(inner, request, config, slot)).await
+    });
+    let result = Box::pin(run).await;
+    answer.finish(result, delivered)
+}
+
+/// Runs the inner service and reads its response: a response that can be stored is
+/// returned (with the stored headers) and kept in `delivered` for this client; one that
+/// cannot is returned as the error, to be delivered as it is once the claim is released.
+async fn run_handler<S, ReqBody, ResBody>(
+    inner: &mut S,
+    request: Request<RequestBody<ReqBody>>,
+    config: &Config,
+    delivered: &mut Option<Delivered>,
+) -> Result<idemkit_core::Response, NotStored<ResBody, S::Error>>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
+    ResBody: Body<Data = Bytes>,
+{
+    let response = inner
+        .call(request)
+        .await
+        .map_err(NotStored::ServiceFailed)?;
+    let (parts, body) = response.into_parts();
+    if is_event_stream(&parts) {
+        return Err(NotStored::Streaming(parts, body));
+    }
+    match capture(body, config.max_response_body_bytes).await {
+        Captured::Whole { bytes, trailers } => {
+            let stored = idemkit_core::Response {
+                status: parts.status.as_u16(),
+                headers: config.stored_headers.select(&parts.headers),
+                body: bytes.clone(),
+            };
+            *delivered = Some(Delivered {
+                parts,
+                body: bytes,
+                trailers,
+            });
+            Ok(stored)
+        }
+        Captured::TooLarge { body } => Err(NotStored::TooLarge(parts, body)),
+        Captured::Broken { body } => Err(NotStored::Broken(parts, body)),
+    }
+}
+
+/// A request the layer does not protect: handed on untouched.
+async fn pass_through<S, ReqBody, ResBody>(
+    mut inner: S,
+    request: Request<ReqBody>,
+) -> Result<Response<ResponseBody<ResBody>>, S::Error>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
+    ResBody: Body,
+{
+    let response = inner.call(request.map(RequestBody::untouched)).await?;
+    Ok(response.map(ResponseBody::inner))
+}
+
+/// Whether the response is a stream of server-sent events, delivered as it is produced
+/// and never stored.
+fn is_event_stream(parts: &response::Parts) -> bool {
+    content_type_is(&parts.headers, "text/event-stream")
+}
+
+fn content_type_is(headers: &HeaderMap, media_type: &str) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|value| media_type_is(value.as_bytes(), media_type))
+}

@@ -1,0 +1,192 @@
+//! The `Idempotency-Key` header for axum and hyper services: a tower layer that runs
+//! each keyed request once, stores its response, and replays that response to every
+//! retry.
+//!
+//! A client that retries a `POST` after a time-out cannot know whether the first attempt
+//! took effect. If it sends the same `Idempotency-Key` header with each attempt, this
+//! layer makes the retries safe: the first attempt claims the key (atomically, under a
+//! lease), the handler runs once, its response is stored, and every later attempt gets
+//! that response back, marked `Idempotency-Replayed: true`. A retry that arrives while
+//! the first attempt still runs waits for it. It runs over any
+//! [`Backend`](idemkit_core::Backend) of `idemkit-core`: the in-memory one for a single
+//! process, a shared one (Redis) for several replicas, or one chosen at run time
+//! ([`DynBackend`](idemkit_core::DynBackend)).
+//!
+//! # With axum
+//!
+//! ```
+//! use axum::{Router, routing::post};
+//! use idemkit_core::InMemoryBackend;
+//! use idemkit_tower::IdempotencyLayer;
+//!
+//! let idempotency = IdempotencyLayer::builder(InMemoryBackend::new())
+//!     // Who is calling: part of the key, so two tenants never share a record.
+//!     .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
+//!     .build()
+//!     .unwrap();
+//! let app: Router = Router::new()
+//!     .route("/charges", post(|body: String| async move { format!("charged {body}") }))
+//!     .layer(idempotency);
+//! ```
+//!
+//! `Router::route_layer` works too, to protect some routes only.
+//!
+//! # With hyper
+//!
+//! The layer wraps any tower service; hyper 1 takes it through one adapter,
+//! `hyper_util::service::TowerToHyperService`:
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use bytes::Bytes;
+//! use http::{Request, Response};
+//! use http_body_util::Full;
+//! use hyper::body::Incoming;
+//! use hyper_util::{rt::TokioIo, service::TowerToHyperService};
+//! use idemkit_core::InMemoryBackend;
+//! use idemkit_tower::{IdempotencyLayer, RequestBody};
+//!
+//! async fn handler(_: Request<RequestBody<Incoming>>) -> Result<Response<Full<Bytes>>, Infallible> {
+//!     Ok(Response::new(Full::new(Bytes::from("created"))))
+//! }
+//!
+//! # async fn serve() -> std::io::Result<()> {
+//! let layer = IdempotencyLayer::builder(InMemoryBackend::new()).single_tenant().build().unwrap();
+//! let service = tower::ServiceBuilder::new().layer(layer).service_fn(handler);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! loop {
+//!     let (stream, _) = listener.accept().await?;
+//!     let service = TowerToHyperService::new(service.clone()); // the one line
+//!     tokio::spawn(hyper::server::conn::http1::Builder::new()
+//!         .serve_connection(TokioIo::new(stream), service));
+//! }
+//! # }
+//! ```
+//!
+//! # What it does
+//!
+//! - **Which requests.** `POST` and `PATCH` by default ([`Builder::methods`]); others pass
+//!   through untouched. A protected request without a key passes through too, unless keys
+//!   are required ([`Builder::require_key`]): then it is a 400.
+//! - **The key.** The `Idempotency-Key` header, its name matched without regard to case;
+//!   a quoted structured-field string (`"abc"`) and a bare value (`abc`) are the same
+//!   key. 1 to 255 bytes; an empty, longer, badly quoted or repeated header is a 400.
+//! - **The record's name** (the effective key) is a SHA-256 of the client's key, the
+//!   caller's scope ([`Builder::scope`], a function of the request head), the method and
+//!   the path, each length-prefixed: the same key from two tenants, or to two endpoints,
+//!   names two records. The raw key is never stored or logged. With no scope, every
+//!   caller shares one namespace, and the layer says so loudly when it is built.
+//! - **The fingerprint** is a SHA-256 of the method, the path, the query (parameters
+//!   sorted) and the body, plus the headers named with [`Builder::fingerprint_headers`].
+//!   JSON bodies are compared with their keys sorted, form bodies with their fields
+//!   sorted, multipart bodies with their parts sorted by name: a client library that
+//!   re-serializes a retry still matches. A key reused with another fingerprint is a 422
+//!   and the stored response is never handed out.
+//! - **Request bodies** are read whole before the handler runs (they are part of the
+//!   fingerprint), up to 1 MiB by default ([`Builder::max_request_body_bytes`]).
+//! - **The handler runs once.** A 2xx response is stored (by default; see
+//!   [`Builder::cacheable`]); a 5xx never is, whatever the predicate says, since a
+//!   replayed transient failure would fail every retry. A response that is not stored
+//!   is delivered and its key released, so a retry runs again.
+//! - **Response bodies** are counted as they stream, never by `Content-Length`. Up to
+//!   1 MiB by default ([`Builder::max_response_body_bytes`]) they are stored; a longer one
+//!   is delivered whole, marked `Idempotency-Replay-Unavailable: size-exceeded`, and not
+//!   stored. An event stream (`text/event-stream`) is delivered as it streams, marked
+//!   `Idempotency-Replay-Unavailable: streaming`, and never stored.
+//! - **Stored headers** follow an allow list and a deny list ([`StoredHeaders`]):
+//!   `Location`, `ETag`, `Content-Type` and the like are replayed; `Set-Cookie`,
+//!   `Authorization` and connection headers never are. The first client gets every
+//!   header its handler set.
+//! - **A duplicate in flight** waits (10 s by default, [`Builder::wait_timeout`]) and
+//!   replays the result; if the wait runs out, 423 with `Retry-After` (what remains of
+//!   the running request's lease, at least one second). A client should retry after it,
+//!   a bounded number of times.
+//! - **A failing store** is a 503 with `Retry-After` when failing closed (the default),
+//!   or an unprotected run when failing open ([`Builder::on_storage_error`]). If the
+//!   store fails only when the response is to be stored, the handler has run: its
+//!   response is delivered rather than a 503 that would invite a second run.
+//! - **A client that goes away mid-run.** hyper drops the request's future, which
+//!   cancels the handler at its next `.await` and releases the key at once (on a
+//!   networked store whose release cannot complete in that instant, the lease lapses
+//!   instead): a retry runs again, never waits out a stuck key. A handler whose side
+//!   effect must not be cut short should hand it to a spawned task.
+//! - **Leases.** While the handler runs its lease is renewed ([`Builder::heartbeat`]);
+//!   if the process dies, the lease lapses ([`Builder::lease_ttl`], 30 s by default) and
+//!   the next retry takes the key over. A stalled run whose lease was taken over keeps
+//!   its own response; the new run's result is the one stored.
+//!
+//! # Refusals
+//!
+//! Every answer the layer makes itself is `application/problem+json` with a `type` URI a
+//! client can branch on ([`ProblemType`]):
+//!
+//! | condition | status | Stripe dialect | `type` |
+//! |---|---|---|---|
+//! | key reused with another request | 422 | 409 | `urn:idemkit:payload-mismatch` |
+//! | still in progress after the wait | 423 + `Retry-After` | 409 + `Retry-After` | `urn:idemkit:in-progress` |
+//! | key missing (when required) or unusable | 400 | 400 | `urn:idemkit:missing-key` |
+//! | store failing, failing closed | 503 + `Retry-After` | 503 + `Retry-After` | `urn:idemkit:storage-error` |
+//! | scope function found no identity | 500 | 500 | `urn:idemkit:identity-unavailable` |
+//! | request body over the cap | 413 | 413 | `urn:idemkit:request-too-large` |
+//! | request body broke off | 400 | 400 | `urn:idemkit:request-body-unreadable` |
+//! | lease lost while running | 503 + `Retry-After` | 503 + `Retry-After` | `urn:idemkit:lease-lost` |
+//!
+//! [`Compat::Stripe`] answers in the dialect of Stripe's API: 409 instead of 422 and
+//! 423, and replays marked `Idempotent-Replayed: true`.
+//!
+//! # Where this layer is stricter than idemkit's Python middleware
+//!
+//! - **A request body over the cap is refused with a 413**, where the Python middleware
+//!   runs such a request without protection. A request that carries a key asks for
+//!   protection; running it unprotected would silently break that promise.
+//! - **Server errors are never stored**, even if the cacheable predicate allows them.
+//! - **A repeated `Idempotency-Key` header is a 400**, not one of its values picked.
+//!
+//! # Observability
+//!
+//! Every decision on a protected request (a new run, a replay, a refusal, a bypass...)
+//! is one [`IdempotencyEvent`]: logged through `tracing` (target `idemkit_tower`; `WARN`
+//! for faults, `INFO` for refusals and bypasses, `DEBUG` for runs and replays) and
+//! handed to your callback ([`Builder::on_event`]). An event carries the effective key
+//! (a hash), never the client's key.
+//!
+//! # Limits
+//!
+//! - The fingerprint is taken over the body as the layer receives it: put a
+//!   decompression layer outside this one if clients compress their bodies.
+//! - The JSON canonical form sorts keys but does not normalize numbers or Unicode
+//!   (`1` and `1.0` differ).
+//! - Trailers of a stored response are delivered to the first client, not replayed.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod answer;
+mod builder;
+mod canonical;
+mod compat;
+mod effective_key;
+mod event;
+mod fingerprint;
+mod handle;
+mod key_header;
+mod layer;
+mod problem;
+mod request_body;
+mod response_body;
+mod scope;
+mod service;
+mod stored_headers;
+
+pub use builder::{Builder, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_RESPONSE_BODY_BYTES};
+pub use compat::{
+    Compat, IDEMPOTENCY_REPLAY_UNAVAILABLE, IDEMPOTENCY_REPLAYED, IDEMPOTENT_REPLAYED,
+    ReplayUnavailable,
+};
+pub use event::{EventKind, IdempotencyEvent};
+pub use key_header::{IDEMPOTENCY_KEY, IdempotencyKey, KeyHeaderError, MAX_KEY_BYTES};
+pub use layer::{IdempotencyLayer, KeyError};
+pub use problem::{PROBLEM_JSON, ProblemType};
+pub use request_body::RequestBody;
+pub use response_body::ResponseBody;
+pub use service::IdempotencyService;
+pub use stored_headers::StoredHeaders;

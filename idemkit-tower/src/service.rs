@@ -1,0 +1,87 @@
+//! [`IdempotencyService`]: the tower `Service` the layer wraps around the inner one.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use idemkit_core::Backend;
+use tower_service::Service;
+
+use crate::handle::handle;
+use crate::layer::Shared;
+use crate::request_body::{BoxError, RequestBody};
+use crate::response_body::ResponseBody;
+
+/// The service an [`IdempotencyLayer`](crate::IdempotencyLayer) puts in front of the
+/// inner one.
+///
+/// The inner service receives `Request<RequestBody<ReqBody>>` (with axum that is
+/// automatic); this one answers `Response<ResponseBody<ResBody>>`, and passes the inner
+/// service's errors through.
+pub struct IdempotencyService<S, B: Backend> {
+    inner: S,
+    shared: Arc<Shared<B>>,
+}
+
+impl<S, B: Backend> IdempotencyService<S, B> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared<B>>) -> Self {
+        IdempotencyService { inner, shared }
+    }
+
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: Clone, B: Backend> Clone for IdempotencyService<S, B> {
+    fn clone(&self) -> Self {
+        IdempotencyService {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: fmt::Debug, B: Backend> fmt::Debug for IdempotencyService<S, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdempotencyService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B, ReqBody, ResBody> Service<Request<ReqBody>> for IdempotencyService<S, B>
+where
+    S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    S::Error: Send,
+    B: Backend,
+    ReqBody: Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Send,
+{
+    type Response = Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // The instance polled ready goes with this request; a clone stays for the next.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(handle(Arc::clone(&self.shared), inner, request))
+    }
+}

@@ -1,0 +1,255 @@
+//! Which response headers are stored with a response and sent again on replay.
+//!
+//! A replay goes to whoever repeats the key, so a stored header must be safe to hand
+//! to a second caller and still true on a later connection: `Location` and `ETag` are;
+//! a session cookie, credentials, and headers that describe one connection are not.
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http::header::{self, HeaderName};
+
+/// The allow and deny lists that pick the response headers stored for replay.
+///
+/// A header is stored when its name is on the allow list and not on the deny list.
+/// Some headers are never stored, whatever the lists say: `Set-Cookie` (a session
+/// handed to one client must not be handed to another), `Content-Length` (the replay
+/// sets its own), and the headers that describe one connection (`Connection`,
+/// `Keep-Alive`, `Proxy-Authenticate`, `Proxy-Authorization`, `Proxy-Connection`, `TE`,
+/// `Trailer`, `Transfer-Encoding`, `Upgrade`, and any header named in `Connection`).
+///
+/// By default the allow list is `Content-Type`, `Content-Encoding`, `Content-Language`,
+/// `Content-Disposition`, `Location`, `ETag`, `Last-Modified`, `Link` and
+/// `Cache-Control`, and the deny list is `Set-Cookie`, `Authorization`,
+/// `WWW-Authenticate` and `Vary` (a replay ignores what `Vary` names, so it would
+/// mislead a cache).
+///
+/// ```
+/// use http::header::{HeaderName, ETAG, SET_COOKIE};
+/// use idemkit_tower::StoredHeaders;
+///
+/// let request_id = HeaderName::from_static("x-request-id");
+/// let stored = StoredHeaders::default().allow(request_id.clone()).deny(ETAG);
+/// assert!(stored.is_stored(&request_id));
+/// assert!(!stored.is_stored(&ETAG));
+/// // Allowing Set-Cookie does not make it stored.
+/// assert!(!StoredHeaders::default().allow(SET_COOKIE).is_stored(&SET_COOKIE));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHeaders {
+    allow: Vec<HeaderName>,
+    deny: Vec<HeaderName>,
+}
+
+impl Default for StoredHeaders {
+    fn default() -> StoredHeaders {
+        StoredHeaders {
+            allow: vec![
+                header::CONTENT_TYPE,
+                header::CONTENT_ENCODING,
+                header::CONTENT_LANGUAGE,
+                header::CONTENT_DISPOSITION,
+                header::LOCATION,
+                header::ETAG,
+                header::LAST_MODIFIED,
+                header::LINK,
+                header::CACHE_CONTROL,
+            ],
+            deny: vec![
+                header::SET_COOKIE,
+                header::AUTHORIZATION,
+                header::WWW_AUTHENTICATE,
+                header::VARY,
+            ],
+        }
+    }
+}
+
+/// Headers no list can make stored.
+const NEVER_STORED: [HeaderName; 11] = [
+    header::SET_COOKIE,
+    header::CONTENT_LENGTH,
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+impl StoredHeaders {
+    /// Lists with nothing allowed and nothing denied: no header is stored until one is
+    /// allowed.
+    pub fn none() -> StoredHeaders {
+        StoredHeaders {
+            allow: Vec::new(),
+            deny: Vec::new(),
+        }
+    }
+
+    /// These lists with `name` allowed (and taken off the deny list).
+    pub fn allow(mut self, name: HeaderName) -> StoredHeaders {
+        self.deny.retain(|denied| *denied != name);
+        if !self.allow.contains(&name) {
+            self.allow.push(name);
+        }
+        self
+    }
+
+    /// These lists with `name` denied (and taken off the allow list).
+    pub fn deny(mut self, name: HeaderName) -> StoredHeaders {
+        self.allow.retain(|allowed| *allowed != name);
+        if !self.deny.contains(&name) {
+            self.deny.push(name);
+        }
+        self
+    }
+
+    /// The allowed names, in the order they were allowed.
+    pub fn allowed(&self) -> &[HeaderName] {
+        &self.allow
+    }
+
+    /// The denied names, in the order they were denied.
+    pub fn denied(&self) -> &[HeaderName] {
+        &self.deny
+    }
+
+    /// Whether a header named `name` is stored (unless a `Connection` header names it).
+    pub fn is_stored(&self, name: &HeaderName) -> bool {
+        !NEVER_STORED.contains(name) && self.allow.contains(name) && !self.deny.contains(name)
+    }
+
+    /// The headers of `headers` to store, in their order, repeated names kept.
+    pub(crate) fn select(&self, headers: &HeaderMap) -> Vec<(String, Bytes)> {
+        let connection_scoped = connection_scoped(headers);
+        headers
+            .iter()
+            .filter(|(name, _)| {
+                self.is_stored(name)
+                    && !connection_scoped
+                        .iter()
+                        .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()))
+            })
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    Bytes::copy_from_slice(value.as_bytes()),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The header names listed in `Connection`: they describe this connection only.
+fn connection_scoped(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn response_headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    fn names(selected: &[(String, Bytes)]) -> Vec<&str> {
+        selected.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    #[test]
+    fn defaults_keep_the_safe_headers_and_drop_the_rest() {
+        let headers = response_headers(&[
+            ("content-type", "application/json"),
+            ("location", "/resources/abc123"),
+            ("etag", "\"v1\""),
+            ("set-cookie", "session=secret-value"),
+            ("authorization", "Bearer t"),
+            ("www-authenticate", "Basic"),
+            ("vary", "accept"),
+            ("content-length", "12"),
+            ("transfer-encoding", "chunked"),
+            ("x-custom", "1"),
+            ("cache-control", "no-store"),
+            ("link", "</a>; rel=next"),
+            ("last-modified", "Tue, 01 Dec 2026 00:00:00 GMT"),
+            ("content-encoding", "gzip"),
+            ("content-language", "fr"),
+            ("content-disposition", "inline"),
+        ]);
+        let selected = StoredHeaders::default().select(&headers);
+        assert_eq!(
+            names(&selected),
+            [
+                "content-type",
+                "location",
+                "etag",
+                "cache-control",
+                "link",
+                "last-modified",
+                "content-encoding",
+                "content-language",
+                "content-disposition",
+            ]
+        );
+        assert_eq!(selected[2].1, Bytes::from_static(b"\"v1\""));
+    }
+
+    #[test]
+    fn repeated_headers_are_all_kept_in_order() {
+        let headers = response_headers(&[("link", "</1>"), ("etag", "e"), ("link", "</2>")]);
+        let selected = StoredHeaders::default().select(&headers);
+        let values: Vec<&[u8]> = selected.iter().map(|(_, value)| value.as_ref()).collect();
+        // HeaderMap groups a name's values together, in the order they were added.
+        assert_eq!(values, [&b"</1>"[..], b"</2>", b"e"]);
+    }
+
+    #[test]
+    fn set_cookie_and_hop_by_hop_headers_are_never_stored() {
+        let mut stored = StoredHeaders::none();
+        for name in &NEVER_STORED {
+            stored = stored.allow(name.clone());
+            assert!(!stored.is_stored(name), "{name}");
+        }
+        let headers = response_headers(&[
+            ("connection", "x-session-hint, close"),
+            ("x-session-hint", "a"),
+        ]);
+        let stored = StoredHeaders::none().allow(HeaderName::from_static("x-session-hint"));
+        assert!(stored.select(&headers).is_empty());
+    }
+
+    #[test]
+    fn both_lists_can_be_changed_at_run_time() {
+        let custom = HeaderName::from_static("x-request-id");
+        let stored = StoredHeaders::default()
+            .allow(custom.clone())
+            .allow(header::VARY)
+            .deny(header::ETAG);
+        assert!(stored.is_stored(&custom));
+        assert!(stored.is_stored(&header::VARY));
+        assert!(!stored.is_stored(&header::ETAG));
+        assert!(stored.denied().contains(&header::ETAG));
+        assert!(!stored.denied().contains(&header::VARY));
+        assert!(stored.allowed().contains(&custom));
+        assert!(!StoredHeaders::none().is_stored(&header::CONTENT_TYPE));
+    }
+}

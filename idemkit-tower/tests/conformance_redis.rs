@@ -1,0 +1,138 @@
+//! The HTTP conformance scenarios against the conformance server on Redis, over loopback
+//! HTTP: each server in its own process, all sharing one `redis-server` this test binary
+//! starts on a free loopback port (no persistence), each test in its own namespace. The
+//! 50-way race also runs across two server processes sharing one namespace.
+//!
+//! Without `redis-server` these tests say so and pass, unless `IDEMKIT_REQUIRE_REDIS=1`.
+
+#[path = "../examples/conformance_server/app/mod.rs"]
+mod app;
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis_harness::RedisServer;
+use support::scenarios::{self, Target};
+
+/// Not a test: the entry point of the server child processes (see `support::server`).
+#[test]
+fn conformance_server_child() {
+    support::server::child_entry(app::main_with_args);
+}
+
+/// A target on this binary's shared Redis, in a namespace of its own; `None` (after
+/// saying why) when Redis is not installed.
+fn redis() -> Option<Target> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server: &'static RedisServer = redis_harness::shared()?;
+    let namespace = format!(
+        "tower-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    Some(Target {
+        args: vec![
+            "--backend".to_owned(),
+            server.url(),
+            "--namespace".to_owned(),
+            namespace,
+        ],
+        corrupt: Some(Box::new(move |storage_key: &str| {
+            // A plain string where the backend keeps its records: not a record.
+            server
+                .cli(&["SET", storage_key, "not a record"])
+                .expect("redis-cli SET");
+        })),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basic_replay() {
+    let Some(target) = redis() else { return };
+    scenarios::basic_replay(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn payload_mismatch() {
+    let Some(target) = redis() else { return };
+    scenarios::payload_mismatch(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_same_key_exactly_once() {
+    let Some(target) = redis() else { return };
+    scenarios::concurrent_same_key_exactly_once(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_same_key_exactly_once_across_two_servers() {
+    let Some(target) = redis() else { return };
+    let one = target.start(&[]);
+    let two = target.start(&[]);
+    scenarios::fifty_way_race(&[&one, &two], "K3").await;
+    assert_eq!(
+        one.handler_calls().await + two.handler_calls().await,
+        1,
+        "one run across both servers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_flight_wait_then_replay() {
+    let Some(target) = redis() else { return };
+    scenarios::in_flight_wait_then_replay(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_flight_wait_timeout() {
+    let Some(target) = redis() else { return };
+    scenarios::in_flight_wait_timeout(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crash_recovery_lease_expiry() {
+    let Some(target) = redis() else { return };
+    scenarios::crash_recovery_lease_expiry(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_errors_are_not_cached() {
+    let Some(target) = redis() else { return };
+    scenarios::server_errors_are_not_cached(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cross_tenant_isolation() {
+    let Some(target) = redis() else { return };
+    scenarios::cross_tenant_isolation(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_key_when_required() {
+    let Some(target) = redis() else { return };
+    scenarios::missing_key_when_required(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_headers_preserved() {
+    let Some(target) = redis() else { return };
+    scenarios::response_headers_preserved(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corrupt_record_treated_as_absent() {
+    let Some(target) = redis() else { return };
+    scenarios::corrupt_record_treated_as_absent(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn body_size_exceeded_bypass() {
+    let Some(target) = redis() else { return };
+    scenarios::body_size_exceeded_bypass(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abandoned_request_frees_its_key() {
+    let Some(target) = redis() else { return };
+    scenarios::abandoned_request_frees_its_key(&target).await;
+}
