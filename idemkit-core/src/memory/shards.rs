@@ -133,16 +133,10 @@ impl Shards {
 
     /// The shard of `key`, locked, and the key hashed for that shard's store.
     fn shard<'k>(&self, key: &'k str) -> (MutexGuard<'_, Shard>, HashedKey<'k>) {
-        let (index, hash) = self.route(key);
-        (self.shards[index].0.lock(), HashedKey { key, hash })
-    }
-
-    /// The index of `key`'s shard, and its hash in that shard's store.
-    fn route(&self, key: &str) -> (usize, KeyHash) {
         let (hash, route) = KeyHash::routed(&self.hasher, key.as_bytes());
         // `route * shards / 2^32`: a uniform pick for any shard count, without a division.
         let index = ((u64::from(route) * self.shards.len() as u64) >> 32) as usize;
-        (index, hash)
+        (self.shards[index].0.lock(), HashedKey { key, hash })
     }
 
     pub(crate) fn claim(
@@ -172,9 +166,8 @@ impl Shards {
         };
         match attempt() {
             // The key's own shard already dropped what expired; the capacity is global,
-            // so the other shards' expired records, or the slots they keep for their
-            // next claims, may be what fills it.
-            Err(Error::Full { .. }) if self.make_room(now) => attempt(),
+            // so the other shards' expired records may be what fills it.
+            Err(Error::Full { .. }) if self.purge_expired_at(now) > 0 => attempt(),
             result => result,
         }
     }
@@ -227,27 +220,9 @@ impl Shards {
         shard.store.get_hashed(key, now)
     }
 
-    /// Records held across all shards, expired ones not yet purged included. (Not the
-    /// shared capacity's count, which also counts the slots shards keep for their next
-    /// claims.)
+    /// Records held across all shards, expired ones not yet purged included.
     pub(crate) fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| shard.0.lock().store.len())
-            .sum()
-    }
-
-    /// Drops what expired by `now` in every shard and hands back the capacity every
-    /// shard keeps for its next claims: what a claim refused for want of capacity does
-    /// before it tries again. Whether that freed anything.
-    fn make_room(&self, now: Instant) -> bool {
-        let mut freed = 0;
-        for shard in &self.shards {
-            let mut shard = shard.0.lock();
-            freed += shard.store.purge_expired(now);
-            freed += shard.store.return_spare_capacity();
-        }
-        freed > 0
+        self.capacity.held()
     }
 
     pub(crate) fn purge_expired(&self) -> usize {
@@ -422,45 +397,6 @@ mod tests {
         let more = new_keys(&shared, (0..40).map(|i| format!("later-{i}")));
         assert_eq!(more.len(), 2);
         assert_eq!(shared.len(), 5);
-    }
-
-    #[test]
-    fn slots_a_shard_keeps_for_its_next_claims_go_to_whichever_shard_needs_them() {
-        let clock = ManualClock::new();
-        let shared = shards(20, 4, &clock);
-        let claimed = new_keys(&shared, (0..100).map(|i| format!("key-{i}")));
-        assert_eq!(claimed.len(), 20);
-        // Releases in one shard: it keeps the slots it freed for its own next claims...
-        let crowded = shared.route(&claimed[0]).0;
-        let released: Vec<&String> = claimed
-            .iter()
-            .filter(|key| shared.route(key).0 == crowded)
-            .take(3)
-            .collect();
-        for key in &released {
-            let token = shared.get(key).expect("held").claim_token().clone();
-            assert!(shared.release(key, &token));
-        }
-        let freed = released.len();
-        assert_eq!(shared.len(), 20 - freed);
-        assert_eq!(
-            shared.capacity.held(),
-            20,
-            "the shard keeps the freed slots"
-        );
-        // ... yet claims in the other shards get them: exactly as many, then the budget
-        // is spent.
-        let elsewhere = (0..100)
-            .map(|i| format!("later-{i}"))
-            .filter(|key| shared.route(key).0 != crowded);
-        let more = new_keys(&shared, elsewhere);
-        assert_eq!(more.len(), freed);
-        assert_eq!(shared.len(), 20);
-        assert_eq!(shared.capacity.held(), 20);
-        assert!(matches!(
-            shared.claim("one-more", "fp", 1, LEASE),
-            Err(Error::Full { max_size: 20 })
-        ));
     }
 
     #[test]

@@ -24,9 +24,7 @@ impl Capacity {
         self.max_size
     }
 
-    /// Slots taken by every store sharing this budget (their records, and the credit
-    /// they keep).
-    #[cfg(test)]
+    /// Records held by every store sharing this budget.
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }
@@ -47,10 +45,6 @@ impl Capacity {
     }
 }
 
-/// How many freed slots a shard keeps for its next claims instead of handing them back to
-/// the shared count (see [`Budget::Shared`]).
-const KEPT_CREDIT: usize = 8;
-
 /// What one store counts its records against: a limit of its own, or the budget it shares
 /// with the other shards of a backend. A lone store keeps a plain count, so its hot path
 /// has no atomic read-modify-write at all.
@@ -59,18 +53,13 @@ pub(crate) enum Budget {
     /// A store on its own: `held` of `max_size`.
     Own { max_size: usize, held: usize },
     /// A shard of a backend: the budget all shards share, and `credit`, slots this shard
-    /// took from it and holds no record in (records it dropped).
+    /// freed during the operation in progress and has not handed back yet.
     ///
-    /// A shard at its working size drops about one expired record per claim and inserts
-    /// one: kept as credit, the dropped record's slot pays for the next insert without
-    /// touching the shared counter, a cache line every thread would otherwise write on
-    /// almost every claim. A shard keeps at most [`KEPT_CREDIT`] slots at the end of an
-    /// operation (so the counter is touched only when its drops and inserts drift that
-    /// far apart) and hands back the rest. The shared count therefore counts records
-    /// plus the shards' credit, and may report the budget spent while shards still hold
-    /// credit: a claim refused that way hands every shard's credit back (see
-    /// [`Budget::return_credit`]) and tries again, so a claim is refused only when
-    /// `max_size` records are held.
+    /// A claim that drops an expired record and inserts a new one (the steady state of a
+    /// store at its working size) then touches the shared counter not at all, instead
+    /// of twice. The credit never outlives the operation (the store returns it before
+    /// the shard's lock is released), so the global count stays exact: it only looks as
+    /// if the record were dropped at the end of the operation instead of in its middle.
     Shared {
         capacity: Arc<Capacity>,
         credit: usize,
@@ -121,7 +110,7 @@ impl Budget {
         }
     }
 
-    /// Gives back `count` slots (kept as credit by a shard: see [`Budget::settle`]).
+    /// Gives back `count` slots (to the shared budget once [`Budget::return_credit`] runs).
     pub(crate) fn give_back(&mut self, count: usize) {
         match self {
             Budget::Own { held, .. } => *held -= count,
@@ -129,27 +118,12 @@ impl Budget {
         }
     }
 
-    /// What a shard does at the end of each operation: hands back its credit beyond
-    /// [`KEPT_CREDIT`].
-    pub(crate) fn settle(&mut self) {
+    /// Hands the credit of the operation that just finished back to the shared budget.
+    pub(crate) fn return_credit(&mut self) {
         if let Budget::Shared { capacity, credit } = self
-            && *credit > KEPT_CREDIT
+            && *credit > 0
         {
-            capacity.give_back(*credit - KEPT_CREDIT);
-            *credit = KEPT_CREDIT;
-        }
-    }
-
-    /// Hands all of a shard's credit back to the shared budget, and says how many slots
-    /// that was.
-    pub(crate) fn return_credit(&mut self) -> usize {
-        match self {
-            Budget::Shared { capacity, credit } if *credit > 0 => {
-                let returned = std::mem::take(credit);
-                capacity.give_back(returned);
-                returned
-            }
-            _ => 0,
+            capacity.give_back(std::mem::take(credit));
         }
     }
 }
@@ -181,7 +155,7 @@ mod tests {
         assert!(!second.try_take(), "the fourth slot of three");
         assert_eq!(capacity.held(), 3);
         first.give_back(2);
-        assert_eq!(first.return_credit(), 2);
+        first.return_credit();
         assert_eq!(capacity.held(), 1);
         assert!(second.try_take());
         assert!(second.try_take());
@@ -189,39 +163,28 @@ mod tests {
     }
 
     #[test]
-    fn a_shard_keeps_a_little_credit_and_hands_the_rest_back() {
-        let capacity = Arc::new(Capacity::new(2 * KEPT_CREDIT));
+    fn a_shards_credit_is_its_own_until_returned() {
+        let capacity = Arc::new(Capacity::new(2));
         let mut first = Budget::shared(capacity.clone());
         let mut second = Budget::shared(capacity.clone());
-        for _ in 0..2 * KEPT_CREDIT {
-            assert!(first.try_take());
-        }
+        assert!(first.try_take());
+        assert!(first.try_take());
         // The first shard drops a record and, in the same operation, inserts another:
         // the slot goes from one record to the next without the count moving.
         first.give_back(1);
-        assert!(!second.try_take(), "the slot is the first shard's credit");
-        assert!(first.try_take());
-        first.settle();
-        assert_eq!(capacity.held(), 2 * KEPT_CREDIT);
-        // Dropped records' slots stay with the shard, up to KEPT_CREDIT of them...
-        first.give_back(KEPT_CREDIT + 3);
-        first.settle();
-        assert_eq!(
-            capacity.held(),
-            2 * KEPT_CREDIT - 3,
-            "the rest is handed back"
+        assert!(
+            !second.try_take(),
+            "mid-operation, the slot is still the first's"
         );
-        for _ in 0..3 {
-            assert!(second.try_take());
-        }
+        assert!(first.try_take());
+        first.return_credit();
+        assert_eq!(capacity.held(), 2);
+        // A drop whose slot is not reused is handed back when the operation ends.
+        first.give_back(1);
+        first.return_credit();
+        assert_eq!(capacity.held(), 1);
+        assert!(second.try_take());
         assert!(!second.try_take());
-        // ... until someone needs them: then they are handed back too.
-        assert_eq!(first.return_credit(), KEPT_CREDIT);
-        assert_eq!(first.return_credit(), 0);
-        for _ in 0..KEPT_CREDIT {
-            assert!(second.try_take());
-        }
-        assert!(!second.try_take());
-        assert_eq!(capacity.held(), 2 * KEPT_CREDIT);
+        assert_eq!(capacity.held(), 2);
     }
 }

@@ -434,13 +434,6 @@ impl Store {
         }
     }
 
-    /// Hands the capacity this store keeps for its next claims back to the budget it
-    /// shares with other stores, and says how many slots that was (none for a lone
-    /// store).
-    pub(crate) fn return_spare_capacity(&mut self) -> usize {
-        self.capacity.return_credit()
-    }
-
     /// Drops every record that has expired by `now` and returns how many. Costs what it
     /// drops, not what the store holds.
     pub fn purge_expired(&mut self, now: Instant) -> usize {
@@ -628,12 +621,12 @@ impl Store {
         purged
     }
 
-    /// What every public operation that changes the store ends with: settles the
-    /// capacity freed by the change with a shared budget, restores the deadline index's
+    /// What every public operation that changes the store ends with: hands the capacity
+    /// freed by the change back to a shared budget, restores the deadline index's
     /// promises (see `expiry`), and compacts the tables once the store holds far less
     /// than they were grown for.
     fn end_change(&mut self) {
-        self.capacity.settle();
+        self.capacity.return_credit();
         if self.slots.capacity() > 2 * self.len + COMPACT_SLACK {
             self.compact();
             return;
