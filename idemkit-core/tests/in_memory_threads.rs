@@ -511,6 +511,51 @@ fn capacity_stays_exact_under_racing_claims_across_shards() {
 }
 
 #[test]
+fn slots_freed_by_racing_releases_are_never_lost_to_a_claim() {
+    // Each thread holds at most HELD claims at a time, all threads together fewer than
+    // MAX: no claim may be refused, however the shards that released a slot keep it for
+    // their own next claims.
+    const THREADS: usize = 4;
+    const HELD: usize = 3;
+    const MAX: usize = 16;
+    const ROUNDS: usize = 20_000;
+    let backend = InMemoryBackend::builder().max_size(MAX).shards(8).build();
+    let start = Arc::new(Barrier::new(THREADS));
+    let churners: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let backend = backend.clone();
+            let start = start.clone();
+            thread::spawn(move || {
+                start.wait();
+                let mut held = std::collections::VecDeque::new();
+                for round in 0..ROUNDS {
+                    let key = format!("t{thread}-{round}");
+                    match backend.claim(&key, "fp", 1, LEASE) {
+                        Ok(Claim::New(token)) => held.push_back((key, token)),
+                        other => panic!("round {round}: {other:?} with {} held", backend.len()),
+                    }
+                    if held.len() == HELD {
+                        let (key, token) = held.pop_front().unwrap();
+                        assert!(backend.release(&key, &token));
+                    }
+                }
+                held.len()
+            })
+        })
+        .collect();
+    let held: usize = churners.into_iter().map(|c| c.join().unwrap()).sum();
+    assert_eq!(backend.len(), held);
+    // And what is free is free to anyone: exactly MAX - held more claims, then Full.
+    for i in 0..MAX - held {
+        claim_new(&backend, &format!("last-{i}"), LEASE);
+    }
+    assert!(matches!(
+        backend.claim("one-more", "fp", 1, LEASE),
+        Err(Error::Full { max_size: MAX })
+    ));
+}
+
+#[test]
 fn a_full_backend_is_cured_by_expired_records_in_other_shards() {
     const MAX: usize = 8;
     let clock = ManualClock::new();
