@@ -164,7 +164,7 @@ fn line_handoff(iters: u64) -> Duration {
         let mut spins = 0u32;
         while counter.load(Ordering::Acquire) != value {
             spins += 1;
-            if spins % 4096 == 0 {
+            if spins.is_multiple_of(4096) {
                 // The other thread is probably not running: let it.
                 std::thread::yield_now();
             }
