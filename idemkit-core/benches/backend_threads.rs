@@ -1,5 +1,5 @@
-//! Figure 4 of issue 4: claim+complete throughput of two threads on distinct keys of one
-//! `InMemoryBackend` against one thread doing the same work.
+//! Figure 4 of the first round (BENCHMARKS.md): claim+complete throughput of two threads on
+//! distinct keys of one `InMemoryBackend` against one thread doing the same work.
 //!
 //! The workers are started once per measured function and kept for all its samples (a
 //! thread started per sample would add its start-up, and a fresh allocator cache, to

@@ -1,5 +1,6 @@
-//! Figure 2 of issue 4: claim+complete on unique keys through the blocking
-//! `InMemoryBackend`, one thread, against the baseline, each holding 1,000 records.
+//! Figure 2 of the first round (BENCHMARKS.md): claim+complete on unique keys through the
+//! blocking `InMemoryBackend`, one thread, against the baseline, each holding 1,000
+//! records.
 //!
 //! Both read the system clock for their claim and their complete, as a real backend
 //! must. The backend completes each fresh key with a TTL of zero, so a later claim on

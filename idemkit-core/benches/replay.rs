@@ -1,5 +1,5 @@
-//! Figure 5 of issue 4: a replay (a claim of a completed key) of a 1 MiB body against
-//! one of a 10-byte body, on the sans-IO `Store`.
+//! Figure 5 of the first round (BENCHMARKS.md): a replay (a claim of a completed key) of a
+//! 1 MiB body against one of a 10-byte body, on the sans-IO `Store`.
 //!
 //! A replay hands out a `Record` that shares the stored response, so the body's size
 //! should not matter. Samples are timed in thread CPU time (see

@@ -1,5 +1,6 @@
-//! Figure 3 of issue 4: `Store` claim+complete on unique keys with 1,000,000 records
-//! held against the same with 1,000 held (the workload of `store_vs_baseline`).
+//! Figure 3 of the first round (BENCHMARKS.md): `Store` claim+complete on unique keys with
+//! 1,000,000 records held against the same with 1,000 held (the workload of
+//! `store_vs_baseline`).
 //!
 //! Goal: the throughput with a million held is at least 0.6 of that with a thousand:
 //! nothing in a claim scans the store, so only cache misses should tell them apart.

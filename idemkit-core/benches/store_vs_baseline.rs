@@ -1,5 +1,5 @@
-//! Figure 1 of issue 4: claim+complete on unique keys, the sans-IO `Store` against the
-//! baseline, each holding 1,000 records.
+//! Figure 1 of the first round (BENCHMARKS.md): claim+complete on unique keys, the sans-IO
+//! `Store` against the baseline, each holding 1,000 records.
 //!
 //! Both are given the same explicit `now`, advanced by one microsecond per operation,
 //! and the same unique 18-byte keys, made before each sample is timed. Samples are timed

@@ -1,5 +1,5 @@
-//! Figure 7 of issue 4: how long a thread blocked in `wait_for_completion` takes to
-//! return once the key is completed.
+//! Figure 7 of the first round (BENCHMARKS.md): how long a thread blocked in
+//! `wait_for_completion` takes to return once the key is completed.
 //!
 //! For each of 2,000 keys: claim it, let a waiter thread start waiting on it, make sure
 //! the waiter is registered and has had time to fall asleep, then take the time just

@@ -1,6 +1,6 @@
 //! Model check of `Store`: random operation sequences over three keys, each step predicted
-//! by a small reference model that follows issue 2's rules directly, with plain `Instant`s
-//! and a `HashMap`, and compared with what the store returns.
+//! by a small reference model that follows the specification's store rules directly, with
+//! plain `Instant`s and a `HashMap`, and compared with what the store returns.
 //!
 //! Tokens are random, so the model cannot predict them: it takes the token of each new
 //! claim from the store, checks it was never handed out before, and from then on uses it

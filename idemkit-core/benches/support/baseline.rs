@@ -1,4 +1,5 @@
-//! The baseline of issue 4: the least any correct in-memory claim/complete can do.
+//! The baseline of the first-round figures (BENCHMARKS.md): the least any correct in-memory
+//! claim/complete can do.
 //!
 //! One `parking_lot::Mutex` around a std `HashMap<String, Record>`. A claim of an absent
 //! key inserts a record carrying a fresh 16-byte token from one `getrandom::fill` call; a
