@@ -25,6 +25,60 @@ pub struct Record {
     pub response: Option<Response>,
 }
 
+/// A claim's fields, as both baselines insert them.
+pub struct Claim<'a> {
+    pub fingerprint: &'a str,
+    pub fingerprint_version: u32,
+    pub token: [u8; 16],
+    pub lease_ttl: Duration,
+    pub now: Instant,
+}
+
+/// Inserts `claim` for `key` unless the key is present, and returns its token.
+pub fn insert_claim(
+    records: &mut HashMap<String, Record>,
+    key: &str,
+    claim: Claim<'_>,
+) -> Option<[u8; 16]> {
+    match records.entry(key.to_owned()) {
+        Entry::Occupied(_) => None,
+        Entry::Vacant(vacant) => {
+            vacant.insert(Record {
+                fingerprint: claim.fingerprint.to_owned(),
+                fingerprint_version: claim.fingerprint_version,
+                token: claim.token,
+                claimed_at: claim.now,
+                lease_until: claim.now + claim.lease_ttl,
+                completed_at: None,
+                response: None,
+            });
+            Some(claim.token)
+        }
+    }
+}
+
+/// Stores `response` in `key`'s record if `token` holds its claim, and returns when the
+/// record expires; `None` if the token does not hold the key.
+pub fn store_response(
+    records: &mut HashMap<String, Record>,
+    key: &str,
+    token: &[u8; 16],
+    response: Response,
+    expires_after: Duration,
+    now: Instant,
+) -> Option<Instant> {
+    match records.get_mut(key) {
+        Some(record) if record.response.is_none() && record.token == *token => {
+            let expires_at = now + expires_after;
+            record.completed_at = Some(now);
+            record.lease_until = expires_at;
+            record.response = Some(response);
+            Some(expires_at)
+        }
+        _ => None,
+    }
+}
+
 /// The baseline store.
 #[derive(Default)]
 pub struct Baseline {
@@ -44,21 +98,14 @@ impl Baseline {
     ) -> Option<[u8; 16]> {
         let mut token = [0u8; 16];
         getrandom::fill(&mut token).expect("the OS random source");
-        match self.records.lock().entry(key.to_owned()) {
-            Entry::Occupied(_) => None,
-            Entry::Vacant(vacant) => {
-                vacant.insert(Record {
-                    fingerprint: fingerprint.to_owned(),
-                    fingerprint_version,
-                    token,
-                    claimed_at: now,
-                    lease_until: now + lease_ttl,
-                    completed_at: None,
-                    response: None,
-                });
-                Some(token)
-            }
-        }
+        let claim = Claim {
+            fingerprint,
+            fingerprint_version,
+            token,
+            lease_ttl,
+            now,
+        };
+        insert_claim(&mut self.records.lock(), key, claim)
     }
 
     /// Stores the response if `token` holds the claimed key.
@@ -70,16 +117,15 @@ impl Baseline {
         expires_after: Duration,
         now: Instant,
     ) -> bool {
-        let mut records = self.records.lock();
-        match records.get_mut(key) {
-            Some(record) if record.response.is_none() && record.token == *token => {
-                record.completed_at = Some(now);
-                record.lease_until = now + expires_after;
-                record.response = Some(response);
-                true
-            }
-            _ => false,
-        }
+        store_response(
+            &mut self.records.lock(),
+            key,
+            token,
+            response,
+            expires_after,
+            now,
+        )
+        .is_some()
     }
 
     /// Drops the key's record: what the idemkit stores do by expiry.

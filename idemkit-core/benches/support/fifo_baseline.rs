@@ -14,14 +14,13 @@
 //! ([`Tokens::Buffered`], what `idemkit` does; the machine's ceiling uses it so that it
 //! does the same work as the backend it is compared with).
 
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use idemkit_core::Response;
 use parking_lot::Mutex;
 
-use super::baseline::Record;
+use super::baseline::{Claim, Record, insert_claim, store_response};
 
 /// How a claim draws its token's 16 bytes from the OS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,21 +88,14 @@ impl FifoBaseline {
             token.copy_from_slice(&inner.buffer[inner.used..inner.used + 16]);
             inner.used += 16;
         }
-        match inner.records.entry(key.to_owned()) {
-            Entry::Occupied(_) => None,
-            Entry::Vacant(vacant) => {
-                vacant.insert(Record {
-                    fingerprint: fingerprint.to_owned(),
-                    fingerprint_version,
-                    token,
-                    claimed_at: now,
-                    lease_until: now + lease_ttl,
-                    completed_at: None,
-                    response: None,
-                });
-                Some(token)
-            }
-        }
+        let claim = Claim {
+            fingerprint,
+            fingerprint_version,
+            token,
+            lease_ttl,
+            now,
+        };
+        insert_claim(&mut inner.records, key, claim)
     }
 
     /// Stores the response if `token` holds the claimed key, and queues its expiry.
@@ -117,16 +109,12 @@ impl FifoBaseline {
     ) -> bool {
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
-        match inner.records.get_mut(key) {
-            Some(record) if record.response.is_none() && record.token == *token => {
-                let expires_at = now + expires_after;
-                record.completed_at = Some(now);
-                record.lease_until = expires_at;
-                record.response = Some(response);
+        match store_response(&mut inner.records, key, token, response, expires_after, now) {
+            Some(expires_at) => {
                 inner.deadlines.push_back((expires_at, key.to_owned()));
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
