@@ -13,66 +13,11 @@
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use idemkit_core::InMemoryBackend;
-use support::{HELD, KeyBatch, Keys};
-
-/// What the workers do next: run this many operations each (keys from `first` on,
-/// split by worker), or stop.
-#[derive(Clone, Copy)]
-enum Order {
-    Run { iters: u64, first: u64 },
-    Stop,
-}
-
-/// Workers that run claim+completes on `backend` in step with the measuring thread.
-struct Workers<'a> {
-    threads: u64,
-    order: &'a Mutex<Order>,
-    /// Workers have their keys ready: the sample may start.
-    ready: &'a Barrier,
-    /// The sample starts: everyone leaves this together.
-    go: &'a Barrier,
-    /// Every worker has finished its share.
-    done: &'a Barrier,
-}
-
-impl Workers<'_> {
-    fn work(&self, backend: &InMemoryBackend, worker: u64) {
-        loop {
-            self.ready.wait();
-            let (iters, first) = match *self.order.lock().expect("order") {
-                Order::Run { iters, first } => (iters, first),
-                Order::Stop => return,
-            };
-            let share = iters / self.threads + u64::from(worker < iters % self.threads);
-            let batch = KeyBatch::new(&mut Keys::new("u-", first + worker * iters), share);
-            self.go.wait();
-            for key in batch.iter() {
-                support::backend_claim_complete(backend, key);
-            }
-            self.done.wait();
-        }
-    }
-
-    /// Runs one sample of `iters` operations and returns its wall time.
-    fn sample(&self, iters: u64, first: u64) -> Duration {
-        *self.order.lock().expect("order") = Order::Run { iters, first };
-        self.ready.wait();
-        self.go.wait();
-        let began = Instant::now();
-        self.done.wait();
-        began.elapsed()
-    }
-
-    fn stop(&self) {
-        *self.order.lock().expect("order") = Order::Stop;
-        self.ready.wait();
-    }
-}
+use support::workers::Workers;
+use support::{HELD, KeyBatch};
 
 fn threads(c: &mut Criterion) {
     let mut group = c.benchmark_group("backend_threads");
@@ -80,23 +25,17 @@ fn threads(c: &mut Criterion) {
     for threads in [1, 2] {
         let backend = InMemoryBackend::new();
         support::fill_backend(&backend, HELD);
-        let order = Mutex::new(Order::Stop);
-        let (ready, go, done) = (
-            Barrier::new(threads as usize + 1),
-            Barrier::new(threads as usize + 1),
-            Barrier::new(threads as usize + 1),
-        );
-        let workers = Workers {
-            threads,
-            order: &order,
-            ready: &ready,
-            go: &go,
-            done: &done,
-        };
+        let workers = Workers::new(threads);
         std::thread::scope(|scope| {
             for worker in 0..threads {
                 let (workers, backend) = (&workers, &backend);
-                scope.spawn(move || workers.work(backend, worker));
+                scope.spawn(move || {
+                    workers.work(worker, KeyBatch::new, |batch| {
+                        for key in batch.iter() {
+                            support::backend_claim_complete(backend, key);
+                        }
+                    });
+                });
             }
             group.bench_function(BenchmarkId::new("threads", threads), |b| {
                 b.iter_custom(|iters| {

@@ -25,81 +25,13 @@ mod support;
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use idemkit_core::InMemoryBackend;
+use support::BACKEND_TTL;
 use support::fifo_baseline::{FifoBaseline, Tokens};
-use support::{BACKEND_TTL, Keys};
-
-/// What the workers do next: run this many operations each (keys from `first` on,
-/// split by worker), or stop.
-#[derive(Clone, Copy)]
-enum Order {
-    Run { iters: u64, first: u64 },
-    Stop,
-}
-
-/// Workers that run operations in step with the measuring thread.
-struct Workers {
-    threads: u64,
-    order: Mutex<Order>,
-    /// Workers have their keys ready: the sample may start.
-    ready: Barrier,
-    /// The sample starts: everyone leaves this together.
-    go: Barrier,
-    /// Every worker has finished its share.
-    done: Barrier,
-}
-
-impl Workers {
-    fn new(threads: u64) -> Workers {
-        let parties = threads as usize + 1;
-        Workers {
-            threads,
-            order: Mutex::new(Order::Stop),
-            ready: Barrier::new(parties),
-            go: Barrier::new(parties),
-            done: Barrier::new(parties),
-        }
-    }
-
-    /// Worker `worker`'s loop: `operation` once per key of each sample's share.
-    fn work(&self, worker: u64, mut operation: impl FnMut(&str)) {
-        loop {
-            self.ready.wait();
-            let (iters, first) = match *self.order.lock().expect("order") {
-                Order::Run { iters, first } => (iters, first),
-                Order::Stop => return,
-            };
-            let share = iters / self.threads + u64::from(worker < iters % self.threads);
-            let mut keys = Keys::new("u-", first + worker * iters);
-            let batch = support::key_strings(&mut keys, share);
-            self.go.wait();
-            for key in &batch {
-                operation(key);
-            }
-            self.done.wait();
-            drop(batch);
-        }
-    }
-
-    /// Runs one sample of `iters` operations and returns its wall time.
-    fn sample(&self, iters: u64, first: u64) -> Duration {
-        *self.order.lock().expect("order") = Order::Run { iters, first };
-        self.ready.wait();
-        self.go.wait();
-        let began = Instant::now();
-        self.done.wait();
-        began.elapsed()
-    }
-
-    fn stop(&self) {
-        *self.order.lock().expect("order") = Order::Stop;
-        self.ready.wait();
-    }
-}
+use support::workers::Workers;
 
 /// Measures `name/threads` with `threads` workers, each running `operation` made for it
 /// by `make` on its own thread.
@@ -114,7 +46,14 @@ fn measure<Op: FnMut(&str)>(
     std::thread::scope(|scope| {
         for worker in 0..threads {
             let (workers, make) = (&workers, &make);
-            scope.spawn(move || workers.work(worker, make()));
+            scope.spawn(move || {
+                let mut operation = make();
+                workers.work(worker, support::key_strings, |batch: &Vec<String>| {
+                    for key in batch {
+                        operation(key);
+                    }
+                });
+            });
         }
         c.bench_function(BenchmarkId::new(name, threads), |b| {
             b.iter_custom(|iters| {

@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod fifo_baseline;
+pub mod workers;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
