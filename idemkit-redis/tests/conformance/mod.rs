@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idemkit_conformance::backend::{Async, Blocking, Inspect};
-use idemkit_conformance::runtimes::{SmolRuntime, Threads};
-use idemkit_conformance::{Runtime, Settings, Target};
+use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
+use idemkit_conformance::{Settings, Target};
 use idemkit_core::{
     AsyncIdempotency, Backend, BlockingBackend, Claim, ClaimToken, Error, Idempotency, Record,
     Response, Timer,
@@ -207,47 +207,12 @@ impl BlockingBackend for Conformant {
     }
 }
 
-/// A multi-thread tokio runtime with I/O and time, as `#[tokio::main]` gives: the
-/// connections run on it (the suite's own tokio runtime has no I/O driver, which an
-/// in-memory backend does not need).
-#[derive(Debug)]
-pub struct TokioWithIo;
-
-impl Runtime for TokioWithIo {
-    fn block_on<F: Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime")
-            .block_on(future)
-    }
-
-    fn spawn<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let handle = tokio::spawn(future);
-        async move {
-            match handle.await {
-                Ok(output) => output,
-                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                Err(error) => panic!("a spawned task did not finish: {error}"),
-            }
-        }
-    }
-
-    fn sleep(duration: Duration) -> impl Future<Output = ()> + Send + 'static {
-        tokio::time::sleep(duration)
-    }
-}
-
 /// The backend through `Backend`, with `AsyncIdempotency`, built and driven on tokio.
 #[derive(Debug)]
 pub struct RedisTokio;
 
 impl Target for RedisTokio {
-    type Runtime = TokioWithIo;
+    type Runtime = TokioRuntime;
     type Backend = Async<Conformant>;
     type Executor = AsyncIdempotency<Conformant>;
 
