@@ -64,7 +64,7 @@ mod rt;
 mod store;
 mod token;
 
-pub use backend::{Backend, BlockingBackend, DynBackend};
+pub use backend::{Backend, BlockingBackend, DynBackend, PollSchedule};
 pub use bytes::Bytes;
 pub use claim::Claim;
 pub use error::{Error, StorageSource};

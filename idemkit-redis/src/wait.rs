@@ -3,38 +3,10 @@
 
 use std::time::Duration;
 
-use idemkit_core::{Error, Record};
+use idemkit_core::{Error, PollSchedule, Record};
 
 use crate::backend::{Found, Inner};
 use crate::runtime::{Timers, sleep, within};
-
-/// How long past a lease's end a waiter re-reads, to see it lapsed (`lease_until < now`
-/// is strict).
-const LAPSE_MARGIN: Duration = Duration::from_millis(1);
-
-/// The re-read cadence of a waiter that hears nothing: 50 ms, doubling up to 1 s.
-#[derive(Debug)]
-pub(crate) struct PollSchedule {
-    next: Duration,
-}
-
-impl PollSchedule {
-    pub(crate) const FIRST: Duration = Duration::from_millis(50);
-    pub(crate) const CAP: Duration = Duration::from_secs(1);
-
-    pub(crate) fn new() -> PollSchedule {
-        PollSchedule {
-            next: PollSchedule::FIRST,
-        }
-    }
-
-    /// The interval before the next re-read; each call doubles the one after, to the cap.
-    pub(crate) fn advance(&mut self) -> Duration {
-        let interval = self.next;
-        self.next = (interval * 2).min(PollSchedule::CAP);
-        interval
-    }
-}
 
 impl Inner {
     /// The completed record of `key` as soon as it lands; `None` at once for no record or
@@ -74,22 +46,10 @@ impl Inner {
                         ..
                     } => left,
                 };
-                let park = polls.advance().min(lease_left.saturating_add(LAPSE_MARGIN));
+                let park = polls.next_park(lease_left);
                 futures_lite::future::or(listener, sleep(timers, park)).await;
             }
         };
         within(timers, timeout, waiting).await.unwrap_or(Ok(None))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn polls_back_off_from_50ms_to_a_1s_cap() {
-        let mut polls = PollSchedule::new();
-        let seen: Vec<u64> = (0..8).map(|_| polls.advance().as_millis() as u64).collect();
-        assert_eq!(seen, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
     }
 }

@@ -13,14 +13,11 @@ use std::time::{Duration, Instant};
 
 use event_listener::{Event, EventListener, Listener};
 use idemkit_core::{
-    Backend, BlockingBackend, Claim, ClaimToken, Clock, Error, ManualClock, Record, Response,
-    State, SystemClock, ThreadTimer, Timer,
+    Backend, BlockingBackend, Claim, ClaimToken, Clock, Error, ManualClock, PollSchedule, Record,
+    Response, State, SystemClock, ThreadTimer, Timer,
 };
 
 use crate::backend::Inspect;
-
-/// How long past a lease's end a waiter looks again, to see it lapsed.
-const LAPSE_MARGIN: Duration = Duration::from_millis(1);
 
 /// A backend over a `Mutex<HashMap>`. Clones share one map.
 #[derive(Clone)]
@@ -234,7 +231,7 @@ impl MutexMap {
 
     fn wait_blocking(&self, key: &str, timeout: Duration) -> Option<Record> {
         let deadline = Instant::now().checked_add(timeout);
-        let mut poll = Duration::from_millis(50);
+        let mut polls = PollSchedule::new();
         loop {
             let (found, listener) = self.look(key);
             let lease_left = match found {
@@ -247,15 +244,14 @@ impl MutexMap {
             if left.is_zero() {
                 return None;
             }
-            let _woken = listener.wait_timeout(poll.min(left).min(lease_left + LAPSE_MARGIN));
-            poll = (poll * 2).min(Duration::from_secs(1));
+            let _woken = listener.wait_timeout(polls.next_park(lease_left).min(left));
         }
     }
 
     async fn wait_async(&self, key: &str, timeout: Duration) -> Option<Record> {
         let timer = &self.shared.timer;
         let deadline = timer.now().checked_add(timeout);
-        let mut poll = Duration::from_millis(50);
+        let mut polls = PollSchedule::new();
         loop {
             let (found, listener) = self.look(key);
             let lease_left = match found {
@@ -266,9 +262,8 @@ impl MutexMap {
             if left.is_zero() {
                 return None;
             }
-            let within = poll.min(left).min(lease_left + LAPSE_MARGIN);
+            let within = polls.next_park(lease_left).min(left);
             futures_lite::future::or(listener, timer.sleep(within)).await;
-            poll = (poll * 2).min(Duration::from_secs(1));
         }
     }
 }

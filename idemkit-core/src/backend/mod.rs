@@ -24,6 +24,7 @@
 //!   a poll, and a reclaim makes them watch the new claim.
 
 mod dynamic;
+mod poll;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use crate::rt::Timer;
 use crate::token::ClaimToken;
 
 pub use self::dynamic::DynBackend;
+pub use self::poll::PollSchedule;
 
 /// An idempotency store for async code: what [`AsyncIdempotency`](crate::AsyncIdempotency)
 /// runs on.

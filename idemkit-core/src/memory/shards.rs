@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use event_listener::Event;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::backend::PollSchedule;
 use crate::claim::Claim;
 use crate::error::Error;
-use crate::memory::wait::{PollSchedule, WaitStep, deadline_after, remaining};
+use crate::memory::wait::{WaitStep, deadline_after, remaining};
 use crate::record::Record;
 use crate::response::Response;
 use crate::rt::{Clock, Timer};
@@ -24,9 +25,6 @@ use crate::store::Watch;
 use crate::store::capacity::Capacity;
 use crate::store::keyhash::{HashedKey, KeyHash};
 use crate::token::ClaimToken;
-
-/// How long past a lease's end a waiter wakes to see it lapsed (`D < now` is strict).
-const LAPSE_MARGIN: Duration = Duration::from_millis(1);
 
 /// One shard: a store and the completion events of its keys that have waiters.
 struct Shard {
@@ -309,11 +307,7 @@ impl Wait<'_> {
         // Replaced under the lock, like every other change to the clones' count.
         self.watching = Some(event);
         drop(shard);
-        let within = self
-            .polls
-            .advance()
-            .min(left)
-            .min(lease_left.saturating_add(LAPSE_MARGIN));
+        let within = self.polls.next_park(lease_left).min(left);
         WaitStep::Park { listener, within }
     }
 }

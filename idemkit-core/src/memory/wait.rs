@@ -27,30 +27,6 @@ pub(crate) enum WaitStep {
     },
 }
 
-/// The re-read cadence of a waiter: 50 ms, doubling up to 1 s.
-#[derive(Debug)]
-pub(crate) struct PollSchedule {
-    next: Duration,
-}
-
-impl PollSchedule {
-    pub(crate) const FIRST: Duration = Duration::from_millis(50);
-    pub(crate) const CAP: Duration = Duration::from_secs(1);
-
-    pub(crate) fn new() -> PollSchedule {
-        PollSchedule {
-            next: PollSchedule::FIRST,
-        }
-    }
-
-    /// The interval before the next re-read; each call doubles the one after, to the cap.
-    pub(crate) fn advance(&mut self) -> Duration {
-        let interval = self.next;
-        self.next = (interval * 2).min(PollSchedule::CAP);
-        interval
-    }
-}
-
 /// The deadline of a wait that starts at `start` and lasts `timeout`; `None` when the
 /// timeout is too long to represent (it never ends first).
 pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instant> {
@@ -79,13 +55,6 @@ pub(crate) fn remaining(deadline: Option<Instant>, now: Instant) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn polls_back_off_from_50ms_to_a_1s_cap() {
-        let mut polls = PollSchedule::new();
-        let seen: Vec<u64> = (0..8).map(|_| polls.advance().as_millis() as u64).collect();
-        assert_eq!(seen, [50, 100, 200, 400, 800, 1000, 1000, 1000]);
-    }
 
     #[test]
     fn an_unrepresentable_timeout_never_ends() {
