@@ -11,25 +11,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use criterion::{Criterion, criterion_group, criterion_main};
 use idemkit_core::InMemoryBackend;
 use support::fifo_baseline::{FifoBaseline, Tokens};
 use support::{BACKEND_TTL, Keys};
-
-/// Runs `operation` once per key of a fresh batch of `iters` unique `String` keys and
-/// returns the thread CPU time the loop took.
-fn cpu_timed(keys: &mut Keys, iters: u64, mut operation: impl FnMut(&str)) -> Duration {
-    let batch = support::key_strings(keys, iters);
-    let start = support::thread_cpu_time();
-    for key in &batch {
-        operation(key);
-    }
-    let spent = support::thread_cpu_time() - start;
-    drop(batch);
-    spent
-}
 
 fn steady(c: &mut Criterion) {
     let mut group = c.benchmark_group("steady_backend");
@@ -38,7 +23,7 @@ fn steady(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("backend", |b| {
         b.iter_custom(|iters| {
-            cpu_timed(&mut keys, iters, |key| {
+            support::cpu_timed_strings(&mut keys, iters, |key| {
                 support::backend_claim_complete_for(&backend, key, BACKEND_TTL);
             })
         });
@@ -49,7 +34,7 @@ fn steady(c: &mut Criterion) {
     let mut keys = Keys::new("u-", 0);
     group.bench_function("baseline", |b| {
         b.iter_custom(|iters| {
-            cpu_timed(&mut keys, iters, |key| {
+            support::cpu_timed_strings(&mut keys, iters, |key| {
                 baseline.claim_complete_now(key, BACKEND_TTL);
             })
         });

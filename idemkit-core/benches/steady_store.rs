@@ -29,15 +29,10 @@ fn cpu_timed(
     now: &mut Instant,
     mut operation: impl FnMut(&str, Instant),
 ) -> Duration {
-    let batch = support::key_strings(keys, iters);
-    let start = support::thread_cpu_time();
-    for key in &batch {
+    support::cpu_timed_strings(keys, iters, |key| {
         *now += TICK;
         operation(key, *now);
-    }
-    let spent = support::thread_cpu_time() - start;
-    drop(batch);
-    spent
+    })
 }
 
 fn steady(c: &mut Criterion) {

@@ -121,12 +121,27 @@ pub fn thread_cpu_time() -> Duration {
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
-/// Runs `operation` once per key of a fresh batch of `iters` keys and returns the
-/// thread CPU time the loop took (see [`thread_cpu_time`]).
-pub fn cpu_timed(keys: &mut Keys, iters: u64, mut operation: impl FnMut(&str)) -> Duration {
+/// Runs `operation` once per key of a fresh batch of `iters` keys laid end to end and
+/// returns the thread CPU time the loop took (see [`thread_cpu_time`]).
+pub fn cpu_timed(keys: &mut Keys, iters: u64, operation: impl FnMut(&str)) -> Duration {
     let batch = KeyBatch::new(keys, iters);
+    cpu_timed_over(batch.iter(), operation)
+}
+
+/// [`cpu_timed`] with each key a `String` of its own, as a service's keys are (the
+/// second round's workloads).
+pub fn cpu_timed_strings(keys: &mut Keys, iters: u64, operation: impl FnMut(&str)) -> Duration {
+    let batch = key_strings(keys, iters);
+    cpu_timed_over(batch.iter().map(String::as_str), operation)
+}
+
+/// The thread CPU time of `operation` on each of `keys`; the keys were made before.
+fn cpu_timed_over<'k>(
+    keys: impl Iterator<Item = &'k str>,
+    mut operation: impl FnMut(&str),
+) -> Duration {
     let start = thread_cpu_time();
-    for key in batch.iter() {
+    for key in keys {
         operation(key);
     }
     thread_cpu_time() - start
