@@ -28,12 +28,12 @@ impl TokenSource {
 
     pub(crate) fn next(&mut self) -> Result<ClaimToken, RandomSourceError> {
         if self.used == self.buffer.len() {
-            // Nothing is handed out of a buffer the OS failed to fill.
-            self.buffer.clear();
+            // Refilled in place. Until a fill succeeds the buffer stays spent, so nothing
+            // is handed out of a buffer the OS failed to fill.
+            self.buffer.resize(Self::BATCH, 0);
+            self.used = Self::BATCH;
+            getrandom::fill(&mut self.buffer).map_err(RandomSourceError)?;
             self.used = 0;
-            let mut fresh = vec![0u8; Self::BATCH];
-            getrandom::fill(&mut fresh).map_err(RandomSourceError)?;
-            self.buffer = fresh;
         }
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&self.buffer[self.used..self.used + 16]);
