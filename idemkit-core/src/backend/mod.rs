@@ -21,7 +21,8 @@
 //! - `wait_for_completion` returns the completed record as soon as it lands; `None` at
 //!   once when there is no record or the owner's lease has lapsed, as soon as the key is
 //!   released, or when the timeout runs out. Waiters are woken by the completion, not by
-//!   a poll, and a reclaim makes them watch the new claim.
+//!   a poll, and a reclaim makes them watch the new claim; a backend whose wake-ups can
+//!   be lost re-reads on a [`PollSchedule`] as well, as this crate's backend does.
 
 mod dynamic;
 mod poll;
