@@ -64,7 +64,7 @@ mod rt;
 mod store;
 mod token;
 
-pub use backend::{Backend, BlockingBackend, DynBackend, PollSchedule};
+pub use backend::{Backend, BlockingBackend, DynBackend, Operator, PollSchedule, StoreStats};
 pub use bytes::Bytes;
 pub use claim::Claim;
 pub use error::{Error, StorageSource};

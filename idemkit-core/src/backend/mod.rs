@@ -25,6 +25,7 @@
 //!   be lost re-reads on a [`PollSchedule`] as well, as this crate's backend does.
 
 mod dynamic;
+mod operator;
 mod poll;
 
 use std::future::Future;
@@ -39,6 +40,7 @@ use crate::rt::Timer;
 use crate::token::ClaimToken;
 
 pub use self::dynamic::DynBackend;
+pub use self::operator::{Operator, StoreStats};
 pub use self::poll::PollSchedule;
 
 /// An idempotency store for async code: what [`AsyncIdempotency`](crate::AsyncIdempotency)
