@@ -13,6 +13,7 @@ use crate::error::{Cause, storage};
 use crate::releases::PendingReleases;
 use crate::responses::SharedResponses;
 use crate::row::{Stored, columns, decode};
+use crate::run_transaction::RunRegistry;
 use crate::runtime::{Elapsed, Spawner, Timers, sleep, within};
 use crate::statements::Statements;
 use crate::table::TableName;
@@ -50,6 +51,7 @@ pub(crate) struct Inner {
     pub(crate) clock: ServerClock,
     pub(crate) responses: SharedResponses,
     pub(crate) releases: Arc<PendingReleases>,
+    pub(crate) runs: RunRegistry,
 }
 
 impl Drop for Inner {
@@ -160,6 +162,7 @@ impl Inner {
                 })?;
             let stored = self.decode("claim", &row, sent)?;
             if stored.token == token {
+                self.runs.claimed(key, &token);
                 return Ok(if stored.reclaimed {
                     Claim::Reclaimed(token)
                 } else {

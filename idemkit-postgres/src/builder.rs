@@ -180,6 +180,7 @@ impl Builder {
                 clock: Default::default(),
                 responses: Default::default(),
                 releases: Default::default(),
+                runs: Default::default(),
             }),
         })
     }

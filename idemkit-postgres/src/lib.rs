@@ -105,6 +105,7 @@ mod operator;
 mod releases;
 mod responses;
 mod row;
+mod run_transaction;
 mod runtime;
 mod schema;
 mod statements;
@@ -117,6 +118,7 @@ mod wakeups;
 pub use backend::PostgresBackend;
 pub use builder::Builder;
 pub use error::{BuildError, PostgresError};
+pub use run_transaction::{RunConnection, RunEffect, RunTransaction};
 #[doc(hidden)]
 pub use schema::schema_sql_at;
 pub use schema::{Migration, SCHEMA_VERSION, migrate, schema_sql};

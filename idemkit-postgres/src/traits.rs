@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Error, Record, Response, Timer};
 
-use crate::backend::{On, PostgresBackend};
+use crate::backend::PostgresBackend;
 use crate::handoff::handoff;
+use crate::run_transaction;
 use crate::runtime::{Timers, timer};
 
 /// Async code: each operation one statement (a wait, as many reads as it takes), bounded
@@ -39,9 +40,15 @@ impl Backend for PostgresBackend {
         response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
-        self.inner
-            .complete_on(On::Pool, key, token, &response, expires_after, Timers::Auto)
-            .await
+        run_transaction::complete(
+            &self.inner,
+            key,
+            token,
+            &response,
+            expires_after,
+            Timers::Auto,
+        )
+        .await
     }
 
     /// Carried out by a task on the backend's runtime, so that a caller who drops this
@@ -50,6 +57,7 @@ impl Backend for PostgresBackend {
     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
         let (done, outcome) = handoff();
         let (inner, key, token) = (self.inner.clone(), key.to_owned(), token.clone());
+        run_transaction::discard(&self.inner, &key, &token);
         let pending = self.inner.releases.begin(&key);
         self.inner.spawner.spawn(async move {
             let released = inner.release(&key, &token, Timers::Auto).await;
@@ -119,8 +127,8 @@ impl BlockingBackend for PostgresBackend {
         response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
-        self.inner.spawner.block_on(self.inner.complete_on(
-            On::Pool,
+        self.inner.spawner.block_on(run_transaction::complete(
+            &self.inner,
             key,
             token,
             &response,
@@ -130,6 +138,7 @@ impl BlockingBackend for PostgresBackend {
     }
 
     fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+        run_transaction::discard(&self.inner, key, token);
         self.inner
             .spawner
             .block_on(self.inner.release(key, token, Timers::Independent))
