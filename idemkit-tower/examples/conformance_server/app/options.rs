@@ -10,9 +10,17 @@ usage: conformance_server [options]
 
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
-  --backend BACKEND      `memory` (default) or `redis://HOST:PORT`
+  --backend BACKEND      `memory` (default), `redis://HOST:PORT` or
+                         `postgres://USER@HOST:PORT/DB` (its table migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
-                         Redis and a namespace share their records
+                         Redis and a namespace share their records (on PostgreSQL: the
+                         table, unless --table names one)
+  --table NAME           the PostgreSQL table of the records (default `idemkit_records`)
+  --effects              (PostgreSQL) each handler call first inserts a row (the raw
+                         Idempotency-Key, the server id, the call number) into
+                         `idemkit_test_effects` inside the request's transaction, which
+                         the layer commits with the stored response; GET /_effects?key=K
+                         answers {\"rows\":N}, the committed rows for that raw key
   --require-key          refuse a POST or PATCH without an Idempotency-Key (400)
   --wait-timeout-ms N    how long a duplicate waits for the request in flight
   --lease-ttl-ms N       the lease of a claim
@@ -27,6 +35,8 @@ pub enum BackendChoice {
     Memory,
     /// A Redis server, by URL (`redis://HOST:PORT`).
     Redis(String),
+    /// A PostgreSQL database, by URL (`postgres://USER@HOST:PORT/DB`).
+    Postgres(String),
 }
 
 /// What the command line asked for.
@@ -35,6 +45,8 @@ pub struct Options {
     pub listen: String,
     pub backend: BackendChoice,
     pub namespace: Option<String>,
+    pub table: Option<String>,
+    pub effects: bool,
     pub require_key: bool,
     pub wait_timeout: Option<Duration>,
     pub lease_ttl: Option<Duration>,
@@ -48,6 +60,8 @@ impl Default for Options {
             listen: "127.0.0.1:8080".to_owned(),
             backend: BackendChoice::Memory,
             namespace: None,
+            table: None,
+            effects: false,
             require_key: false,
             wait_timeout: None,
             lease_ttl: None,
@@ -96,6 +110,19 @@ where
                 }
                 options.namespace = Some(namespace);
             }
+            "--table" => {
+                let table = value("a name")?;
+                if table.is_empty() {
+                    return Err("--table needs a non-empty name".to_owned());
+                }
+                options.table = Some(table);
+            }
+            "--effects" => {
+                if inline.is_some() {
+                    return Err("--effects takes no value".to_owned());
+                }
+                options.effects = true;
+            }
             "--require-key" => {
                 if inline.is_some() {
                     return Err("--require-key takes no value".to_owned());
@@ -132,6 +159,9 @@ where
             _ => return Err(format!("unknown option `{arg}`")),
         }
     }
+    if options.effects && !matches!(options.backend, BackendChoice::Postgres(_)) {
+        return Err("--effects needs a postgres:// backend".to_owned());
+    }
     Ok(Command::Serve(options))
 }
 
@@ -140,9 +170,12 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         Ok(BackendChoice::Memory)
     } else if text.starts_with("redis://") && text.len() > "redis://".len() {
         Ok(BackendChoice::Redis(text.to_owned()))
+    } else if text.starts_with("postgres://") && text.len() > "postgres://".len() {
+        Ok(BackendChoice::Postgres(text.to_owned()))
     } else {
         Err(format!(
-            "--backend: `{text}` is neither `memory` nor `redis://HOST:PORT`"
+            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT` nor \
+             `postgres://USER@HOST:PORT/DB`"
         ))
     }
 }
@@ -206,6 +239,19 @@ mod tests {
         assert_eq!(options.max_body_bytes, Some(1024));
         assert_eq!(options.compat, Compat::Stripe);
         assert_eq!(serve(&["--backend=memory"]).backend, BackendChoice::Memory);
+        let postgres = serve(&[
+            "--backend",
+            "postgres://app@127.0.0.1:5432/app",
+            "--table",
+            "t",
+            "--effects",
+        ]);
+        assert_eq!(
+            postgres.backend,
+            BackendChoice::Postgres("postgres://app@127.0.0.1:5432/app".to_owned())
+        );
+        assert_eq!(postgres.table.as_deref(), Some("t"));
+        assert!(postgres.effects);
     }
 
     #[test]
@@ -216,7 +262,10 @@ mod tests {
     #[test]
     fn mistakes_are_named() {
         assert!(error(&["--listen"]).contains("--listen needs"));
-        assert!(error(&["--backend", "postgres://x"]).contains("neither"));
+        assert!(error(&["--backend", "mysql://x"]).contains("neither"));
+        assert!(error(&["--backend", "postgres://"]).contains("neither"));
+        assert!(error(&["--effects"]).contains("needs a postgres"));
+        assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));
         assert!(error(&["--wait-timeout-ms", "soon"]).contains("milliseconds"));
         assert!(error(&["--lease-ttl-ms", "0"]).contains("at least 1"));
