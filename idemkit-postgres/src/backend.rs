@@ -207,14 +207,14 @@ impl Inner {
             .bind(names)
             .bind(values)
             .bind(body);
-        let stored = self
+        // Remembered before the statement: a waiter woken by its notification may read
+        // the row before this call gets the reply. Harmless if it fails: only an equal
+        // response stored by this very claim is ever shared.
+        self.responses.remember(key, token, response);
+        Ok(self
             .fetch_optional("complete", on, query, timers)
             .await?
-            .is_some();
-        if stored {
-            self.responses.remember(key, token, response);
-        }
-        Ok(stored)
+            .is_some())
     }
 
     pub(crate) async fn release(
@@ -296,6 +296,12 @@ impl Inner {
     ) -> Result<Option<Record>, Error> {
         let deadline = Instant::now().checked_add(timeout);
         let registration = self.wakeups.register(key);
+        // Marked as waited on (committed) before the first read: a completion that
+        // commits after the read sees the mark and notifies; one before, the read sees.
+        check_text("wait", key)?;
+        let watch = sqlx::query(AssertSqlSafe(self.statements.watch.clone())).bind(key);
+        self.timed("wait", timers, watch.execute(&self.pool))
+            .await?;
         let mut polls = PollSchedule::new();
         loop {
             let woken = registration.listen();

@@ -492,3 +492,72 @@ async fn errors_carry_a_postgres_error_source() {
     };
     assert!(source.downcast_ref::<PostgresError>().is_some());
 }
+
+/// `NOTIFY` serialises commits across the whole server, so a completion nobody waits for
+/// sends none; one with a waiter (in any process) does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_waited_on_key_is_notified() {
+    let Some((scratch, backend)) = backend("notify").await else {
+        return;
+    };
+    let mut listener = sqlx::postgres::PgListener::connect(&scratch.url)
+        .await
+        .unwrap();
+    listener.listen(&scratch.table).await.unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "quiet", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    assert!(
+        Backend::complete(
+            &backend,
+            "quiet",
+            &token,
+            Arc::new(Response::new(200, "q")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    let Claim::New(token) = Backend::claim(&backend, "waited", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move { Backend::wait_for_completion(&backend, "waited", LONG).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while psql(
+        &scratch.url,
+        &format!("SELECT waiters FROM {} WHERE key = 'waited'", scratch.table),
+    ) != "t"
+    {
+        assert!(Instant::now() < deadline, "the waiter never marked the key");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        Backend::complete(
+            &backend,
+            "waited",
+            &token,
+            Arc::new(Response::new(200, "w")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    assert!(waiter.await.unwrap().unwrap().is_some());
+    // The first notification on the channel is the waited-on key's: "quiet" sent none.
+    let first = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert_eq!(first.payload(), "waited");
+    let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
+    assert!(more.is_err(), "an extra notification: {more:?}");
+}
