@@ -52,6 +52,7 @@ fn ours(url: &str, table: &str, seconds: f64, round: usize) -> f64 {
             .await
             .unwrap();
         let response = Arc::new(Response::new(200, "ok"));
+        let cpu_before = cpu_seconds();
         let done = Arc::new(AtomicU64::new(0));
         let started = Instant::now();
         let stop = started + Duration::from_secs_f64(seconds);
