@@ -12,6 +12,7 @@
 //! `cargo bench -p idemkit-postgres --bench pg_pairs` measures (10 s a figure, 3 rounds;
 //! `PG_PAIRS_SECONDS` and `PG_PAIRS_ROUNDS` change that). Run without `--bench` (as
 //! `cargo test --benches` does) it only checks, briefly, that our side works.
+//! `PG_PAIRS_CPU=1` also prints this process's CPU time per pair.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -89,7 +90,7 @@ fn ours(url: &str, table: &str, seconds: f64, round: usize) -> f64 {
             let pairs = done.load(Ordering::Relaxed) as f64;
             println!(
                 "  client CPU: {:.1} us per pair",
-                cpu_seconds() * 1e6 / pairs
+                (cpu_seconds() - cpu_before) * 1e6 / pairs
             );
         }
         rate
