@@ -561,3 +561,26 @@ async fn only_a_waited_on_key_is_notified() {
     let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
     assert!(more.is_err(), "an extra notification: {more:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_backend_closes_its_listen_connection() {
+    let Some((scratch, backend)) = backend("drop").await else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !backend.listening() {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(listeners(&scratch, &backend), "1");
+    let name = backend.listener_application_name().to_owned();
+    drop(backend);
+    let sql = format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'");
+    while psql(&scratch.url, &sql) != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the LISTEN connection was left open"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
