@@ -150,6 +150,16 @@
 //! handed to your callback ([`Builder::on_event`]). An event carries the effective key
 //! (a hash), never the client's key.
 //!
+//! # The handler's writes and the stored response in one transaction
+//!
+//! A [`RunHook`] set with [`Builder::run_hook`] works around each protected run: before
+//! it, it puts what the handler needs into the request's extensions; after it, it says
+//! whether the handler's effect was rolled back, and the layer then answers a
+//! `urn:idemkit:lease-lost` problem instead of the handler's response. With the
+//! `postgres` feature, `PostgresTransactions` is the hook of `idemkit-postgres`: the
+//! handler takes the request's transaction (`Extension<RunTransaction>` with axum) and
+//! the layer commits it together with the stored response, fenced by the claim.
+//!
 //! # Limits
 //!
 //! - The fingerprint is taken over the body as the layer receives it: put a
