@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) responses: SharedResponses,
     pub(crate) releases: Arc<PendingReleases>,
     pub(crate) runs: RunRegistry,
+    /// Reads of a record so far (for tests of the wake-ups).
+    pub(crate) reads: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Inner {
@@ -253,6 +255,8 @@ impl Inner {
 
     /// The row of `key` as stored, gone or not.
     async fn read(&self, key: &str, timers: Timers) -> Result<Option<Stored>, Error> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let query = sqlx::query(AssertSqlSafe(self.statements.read.clone())).bind(key);
         let sent = Instant::now();
         let row = self.fetch_optional("read", On::Pool, query, timers).await?;
@@ -384,6 +388,13 @@ impl PostgresBackend {
     /// How many keys this process is waiting on right now.
     pub fn watched_keys(&self) -> usize {
         self.inner.wakeups.watched()
+    }
+
+    /// How many record reads this backend has made (waits re-read on each wake-up): for
+    /// tests of the wake-ups.
+    #[doc(hidden)]
+    pub fn reads(&self) -> u64 {
+        self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the backend's `LISTEN` connection is up and listening right now.

@@ -188,6 +188,7 @@ impl Builder {
                 responses: Default::default(),
                 releases: Default::default(),
                 runs: Default::default(),
+                reads: Default::default(),
             }),
         })
     }

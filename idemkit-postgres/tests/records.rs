@@ -584,3 +584,69 @@ async fn a_dropped_backend_closes_its_listen_connection() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A waiter re-reads on each notification of its key, and only of its key: five
+/// notifications 100 ms apart make five reads in half a second, where its polls (a
+/// second apart by then) make at most one; five of another key make none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_demultiplexed_to_the_keys_waiters() {
+    let Some((scratch, backend)) = backend("demux").await else {
+        return;
+    };
+    let Claim::New(token) = Backend::claim(&backend, "mine", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move { Backend::wait_for_completion(&backend, "mine", LONG).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !backend.listening() || backend.watched_keys() == 0 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past the poll back-off: re-reads come a second apart now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let notify = |key: &str| {
+        psql(
+            &scratch.url,
+            &format!("SELECT pg_notify('{}', '{key}')", scratch.table),
+        )
+    };
+    let before = backend.reads();
+    for _ in 0..5 {
+        notify("someone-else");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let others = backend.reads() - before;
+    assert!(
+        others <= 1,
+        "{others} re-reads for another key's notifications"
+    );
+    let before = backend.reads();
+    for _ in 0..5 {
+        notify("mine");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mine = backend.reads() - before;
+    assert!(
+        mine >= 4,
+        "only {mine} re-reads for five notifications of the key"
+    );
+    assert!(
+        Backend::complete(
+            &backend,
+            "mine",
+            &token,
+            Arc::new(Response::new(200, "x")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    assert!(waiter.await.unwrap().unwrap().is_some());
+}
