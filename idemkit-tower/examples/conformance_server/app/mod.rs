@@ -77,7 +77,11 @@ pub async fn serve(options: Options) -> Result<(), String> {
     let address = listener
         .local_addr()
         .map_err(|error| format!("cannot read the bound address: {error}"))?;
-    let state = Arc::new(HandlerState::new().with_effects(options.effects));
+    let effects_pool = store
+        .postgres()
+        .filter(|_| options.effects)
+        .map(|backend| backend.pool().clone());
+    let state = Arc::new(HandlerState::new().with_effects(effects_pool));
     let handler = {
         let state = Arc::clone(&state);
         tower::service_fn(move |request: Request<RequestBody<Incoming>>| {
