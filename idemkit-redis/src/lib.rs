@@ -91,6 +91,7 @@
 //! will be used, and keep that runtime alive while it is. Blocking calls park their
 //! thread: make them from threads, not from inside an async task.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;
@@ -135,3 +136,8 @@ impl RedisBackend {
         Builder::new().url(url).build_blocking()
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
