@@ -92,7 +92,7 @@ impl<'a> Answer<'a> {
                             Decision::RanUnprotected => EventKind::RanUnprotected,
                             _ => EventKind::New,
                         };
-                        self.deliver(delivered, kind)
+                        self.deliver(delivered, outcome.unstored.map(Into::into), kind)
                     }
                     None => {
                         let kind = match outcome.decision {
@@ -132,7 +132,11 @@ impl<'a> Answer<'a> {
                 if let Some(delivered) = delivered {
                     // The handler ran but its response could not be stored: it happened,
                     // so its client gets it rather than a 503 that invites a second run.
-                    return Ok(self.deliver(delivered, EventKind::StorageError));
+                    return Ok(self.deliver(
+                        delivered,
+                        Some(ReplayUnavailable::StorageError),
+                        EventKind::StorageError,
+                    ));
                 }
                 (
                     Problem::new(
@@ -194,15 +198,25 @@ impl<'a> Answer<'a> {
         Ok(self.refuse(problem, kind))
     }
 
-    /// The handler's response, read whole, for the client whose request ran it.
-    fn deliver<B: Body>(self, delivered: Delivered, kind: EventKind) -> Response<ResponseBody<B>> {
+    /// The handler's response, read whole, for the client whose request ran it; marked
+    /// with why it was not stored, if it was to be and was not.
+    fn deliver<B: Body>(
+        self,
+        delivered: Delivered,
+        unstored: Option<ReplayUnavailable>,
+        kind: EventKind,
+    ) -> Response<ResponseBody<B>> {
         let Delivered {
             parts,
             body,
             trailers,
         } = delivered;
-        self.emit(kind, Some(parts.status));
-        Response::from_parts(parts, ResponseBody::whole_with_trailers(body, trailers))
+        self.pass_on(
+            parts,
+            ResponseBody::whole_with_trailers(body, trailers),
+            unstored,
+            kind,
+        )
     }
 
     /// A response that was not stored, passed on, with the reason if there is one.
