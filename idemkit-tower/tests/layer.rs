@@ -495,7 +495,7 @@ async fn server_errors_are_never_stored_whatever_the_predicate_says() {
 // ----- the Stripe dialect -----
 
 #[tokio::test]
-async fn the_stripe_dialect_answers_409_and_marks_replays_its_way() {
+async fn the_stripe_dialect_answers_400_or_409_and_marks_replays_its_way() {
     let stripe = builder()
         .compat(Compat::Stripe)
         .wait_timeout(Duration::from_millis(200));
@@ -505,9 +505,14 @@ async fn the_stripe_dialect_answers_409_and_marks_replays_its_way() {
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
     assert!(replay.header("idempotency-replayed").is_none());
 
+    // A key reused with other parameters: Stripe's 400 and error object.
     let mismatch = send(served.address, post("s").body("other")).await.unwrap();
-    assert_eq!(mismatch.status, 409);
-    assert_eq!(mismatch.problem_type(), "urn:idemkit:payload-mismatch");
+    assert_eq!(mismatch.status, 400);
+    assert_eq!(mismatch.header("content-type"), Some("application/json"));
+    let error = &mismatch.json()["error"];
+    assert_eq!(error["type"], "idempotency_error");
+    assert_eq!(error["code"], "urn:idemkit:payload-mismatch");
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
 
     let address = served.address;
     let held = tokio::spawn(async move { send(address, post("busy").header("x-gate", "1")).await });
@@ -712,7 +717,7 @@ async fn each_decision_is_reported_with_the_hashed_key_never_the_raw_one() {
     assert_eq!(event.method, Method::POST);
     assert_eq!(event.path, "/orders");
     assert_eq!(event.backend, "memory");
-    assert_eq!(event.fingerprint_version, 1);
+    assert_eq!(event.fingerprint_version, 2);
     let key = event.effective_key.clone().expect("a hashed key");
     assert_eq!(key.as_str().len(), 64);
     assert!(!format!("{event:?}").contains("secret-key-1"));
