@@ -1,6 +1,6 @@
 //! The response to each outcome of a protected request, and the event that reports it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
@@ -73,11 +73,14 @@ impl<'a> Answer<'a> {
     }
 
     /// The response to the executor's outcome; `delivered` is the handler's response if
-    /// it ran for this request.
+    /// it ran for this request; `in_flight` is, for a payload mismatch in the Stripe
+    /// dialect, what is left of the lease of the other request holding the key if it is
+    /// still running.
     pub(crate) fn finish<B: Body, E>(
         self,
         result: Result<Outcome, RunError<NotStored<B, E>>>,
         delivered: Option<Delivered>,
+        in_flight: Option<Duration>,
     ) -> Result<Response<ResponseBody<B>>, E> {
         let compat = self.config.compat;
         let retry_later = self.config.storage_retry_after;
@@ -102,6 +105,20 @@ impl<'a> Answer<'a> {
                         self.replay(&outcome.response, kind)
                     }
                 });
+            }
+            Err(RunError::PayloadMismatch) if in_flight.is_some() => {
+                let retry_after = in_flight.unwrap_or_default();
+                (
+                    Problem::new(
+                        ProblemType::InProgress,
+                        compat,
+                        "Another request with this idempotency key is still being processed. \
+                         Retry after the Retry-After delay; if your request differs from that \
+                         one, it will then be refused.",
+                    )
+                    .retry_after(retry_after),
+                    EventKind::Conflict,
+                )
             }
             Err(RunError::PayloadMismatch) => (
                 Problem::new(

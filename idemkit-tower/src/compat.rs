@@ -26,8 +26,10 @@ pub const IDEMPOTENCY_REPLAY_UNAVAILABLE: HeaderName =
 /// answers it: 400 with `{"error": {"type": "idempotency_error", "message": ..., "code":
 /// "urn:idemkit:payload-mismatch"}}` (`application/json`), which Stripe's clients raise
 /// at once as their idempotency error instead of retrying. A request that met its key
-/// in flight keeps 409, which they rightly retry. Every other refusal is Problem Details
-/// in both dialects, with the same `urn:idemkit:...` type URI.
+/// in flight gets 409 (`urn:idemkit:in-progress`, with `Retry-After`), which they
+/// rightly retry; like Stripe's API, this dialect answers so whatever the parameters of
+/// the request in flight, and compares them once it is done. Every other refusal is
+/// Problem Details in both dialects, with the same `urn:idemkit:...` type URI.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Compat {

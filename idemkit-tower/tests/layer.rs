@@ -523,6 +523,40 @@ async fn the_stripe_dialect_answers_400_or_409_and_marks_replays_its_way() {
     assert_eq!(busy.status, 409);
     assert_eq!(busy.problem_type(), "urn:idemkit:in-progress");
     assert!(busy.header("retry-after").is_some());
+    // Other parameters meeting the key in flight: 409 too, as Stripe answers.
+    let other = send(
+        served.address,
+        post("busy").header("x-gate", "1").body("other"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status, 409);
+    assert_eq!(other.problem_type(), "urn:idemkit:in-progress");
+    assert!(other.header("retry-after").is_some());
+    app.gate.notify_waiters();
+    assert_eq!(held.await.unwrap().unwrap().status, 201);
+    // Once it is done, they are compared: 400.
+    let other = send(
+        served.address,
+        post("busy").header("x-gate", "1").body("other"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status, 400);
+    assert_eq!(other.json()["error"]["type"], "idempotency_error");
+}
+
+#[tokio::test]
+async fn the_default_dialect_refuses_other_parameters_in_flight_with_422() {
+    let (served, app, _) = serve(builder()).await;
+    let address = served.address;
+    let held = tokio::spawn(async move { send(address, post("busy").header("x-gate", "1")).await });
+    wait_until(|| app.waiting.load(Ordering::SeqCst) == 1).await;
+    let other = send(served.address, post("busy").body("other"))
+        .await
+        .unwrap();
+    assert_eq!(other.status, 422);
+    assert_eq!(other.problem_type(), "urn:idemkit:payload-mismatch");
     app.gate.notify_waiters();
     assert_eq!(held.await.unwrap().unwrap().status, 201);
 }
