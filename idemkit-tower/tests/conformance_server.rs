@@ -200,7 +200,11 @@ async fn two_identities_that_differ_only_outside_utf8_never_share_records() {
         .await
         .unwrap();
     assert_eq!(b.status, 201);
-    assert_eq!(b.header("idempotency-replayed"), None, "not the other's response");
+    assert_eq!(
+        b.header("idempotency-replayed"),
+        None,
+        "not the other's response"
+    );
     assert_ne!(b.json()["call"], a.json()["call"]);
     // Nor does the replacement character itself name either of them.
     let replacement = send(

@@ -97,13 +97,24 @@ async fn a_response_the_store_failed_to_keep_is_marked_storage_error() {
 
         let stored = send(served.address, post("kept")).await.unwrap();
         assert_eq!(stored.status, 201);
-        assert_eq!(stored.header(HEADER), None, "{policy:?}: stored, nothing to say");
+        assert_eq!(
+            stored.header(HEADER),
+            None,
+            "{policy:?}: stored, nothing to say"
+        );
 
         backend.failing.store(true, Ordering::SeqCst);
         let delivered = send(served.address, post("lost")).await.unwrap();
-        assert_eq!(delivered.status, 201, "{policy:?}: the handler ran; its client gets it");
+        assert_eq!(
+            delivered.status, 201,
+            "{policy:?}: the handler ran; its client gets it"
+        );
         assert_eq!(&delivered.body[..], b"created");
-        assert_eq!(delivered.header(HEADER), Some("storage-error"), "{policy:?}");
+        assert_eq!(
+            delivered.header(HEADER),
+            Some("storage-error"),
+            "{policy:?}"
+        );
         let last = *kinds.lock().unwrap().last().unwrap();
         let expected = match policy {
             OnStorageError::FailClosed => EventKind::StorageError,
@@ -163,8 +174,15 @@ async fn a_response_fenced_out_by_a_takeover_is_marked_fenced_out() {
         .layer(layer);
     let served = serve_axum(router).await;
     let reply = send(served.address, post("fenced")).await.unwrap();
-    assert!(takeover.taken.load(Ordering::SeqCst), "the key was taken over");
+    assert!(
+        takeover.taken.load(Ordering::SeqCst),
+        "the key was taken over"
+    );
     assert_eq!(reply.status, 200);
-    assert_eq!(&reply.body[..], b"late", "its client still gets its response");
+    assert_eq!(
+        &reply.body[..],
+        b"late",
+        "its client still gets its response"
+    );
     assert_eq!(reply.header(HEADER), Some("fenced-out"));
 }
