@@ -545,6 +545,60 @@ mod tests {
     }
 
     #[test]
+    fn it_accepts_and_refuses_what_a_general_json_parser_does() {
+        // Beyond repeated names and numbers out of `f64`'s range, which a general parser
+        // reads lossily or refuses, the two agree on what is JSON.
+        for body in [
+            &b"{}"[..],
+            b" [ ] ",
+            b"\"\"",
+            b"0",
+            b"-0.0e-0",
+            b"1E+2",
+            b"[1,[2,[3,{\"a\":[{}]}]]]",
+            b"{\"\":\"\"}",
+            b"\"\\u00e9\\ud83d\\ude00\"",
+            b"\"\xc3\xa9\"",
+            b"\"\xed\xa0\x80\"",
+            b"\"\xc3\"",
+            b"\"\x7f\"",
+            b"[1 2]",
+            b"{\"a\" 1}",
+            b"{\"a\":1 \"b\":2}",
+            b"[-]",
+            b"[--1]",
+            b"[1e5.5]",
+            b"[0x10]",
+            b"[Infinity]",
+            b"[true false]",
+            b"nul",
+            b"\"\\u12\"",
+            b"\n\t\r 7 \n",
+            b"\x0c7",
+        ] {
+            let general = serde_json::from_slice::<serde_json::Value>(body).is_ok();
+            assert_eq!(
+                canonical_json(body).is_some(),
+                general,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn whitespace_never_changes_the_canonical_form() {
+        let compact = r#"{"z":[1,2.50,{"b":null,"a":"x y"}],"a":{"n":-7e-3},"m":true}"#;
+        let value: serde_json::Value = serde_json::from_str(compact).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        assert_eq!(canonical(compact), canonical(&pretty));
+        assert_eq!(
+            canonical(compact),
+            r#"{"a":{"n":-0.7e-2},"m":true,"z":[1,0.25e1,{"a":"x y","b":null}]}"#
+        );
+    }
+
+    #[test]
     fn what_is_not_json_has_no_canonical_form() {
         for body in [
             &b"{\"a\":"[..],
