@@ -602,6 +602,11 @@ async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
         let reply = send(served.address, post("second")).await.unwrap();
         assert_eq!(reply.status, 201);
         assert!(!replayed(&reply));
+        assert_eq!(
+            reply.header("idempotency-replay-unavailable"),
+            Some("storage-error"),
+            "its client learns that a retry runs again"
+        );
     }
     assert_eq!(app.calls(), 3);
     assert_eq!(events.last().kind, EventKind::RanUnprotected);
