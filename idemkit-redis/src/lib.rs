@@ -100,6 +100,7 @@ mod corrupt;
 mod error;
 mod headers;
 mod layout;
+mod operator;
 mod record;
 mod releases;
 mod reply;
