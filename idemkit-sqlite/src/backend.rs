@@ -303,16 +303,12 @@ impl Inner {
                 let now = self.clock.read();
                 let deleted = ops::purge(connection, &self.sql, limit, &now)?;
                 if deleted > 0 {
-                    // Bounded like the batch: a page per record deleted, and a few more.
-                    let pages = deleted.saturating_mul(2).saturating_add(16);
-                    connection
-                        .query_row(&format!("PRAGMA incremental_vacuum({pages})"), [], |_| {
-                            Ok(())
-                        })
-                        .or_else(|error| match error {
-                            rusqlite::Error::QueryReturnedNoRows => Ok(()),
-                            other => Err(other),
-                        })?;
+                    // The free pages are those this batch's records held: giving them
+                    // back costs what the batch deleted. The pragma frees one page per
+                    // row it returns, so every row is stepped through.
+                    let mut vacuum = connection.prepare_cached("PRAGMA incremental_vacuum")?;
+                    let mut freed = vacuum.query([])?;
+                    while freed.next()?.is_some() {}
                 }
                 Ok(deleted)
             })
