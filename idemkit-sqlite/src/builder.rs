@@ -153,3 +153,14 @@ impl Builder {
         })
     }
 }
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("path", &self.path)
+            .field("table", &self.table)
+            .field("rules", &self.rules)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
