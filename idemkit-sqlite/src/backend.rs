@@ -11,6 +11,7 @@ use rusqlite::Connection;
 
 use crate::clock::FileClock;
 use crate::connection::{Settings, open};
+use crate::corrupt::OnCorrupt;
 use crate::error::{OpenError, SqliteError};
 use crate::ops::{self, Found, Rules, Statements};
 use crate::releases::Releases;
@@ -47,6 +48,7 @@ pub(crate) struct Inner {
     pub(crate) wakeups: Wakeups,
     responses: SharedResponses,
     pub(crate) releases: Releases,
+    on_corrupt: Option<OnCorrupt>,
 }
 
 impl SqliteBackend {
@@ -141,6 +143,7 @@ impl Inner {
         clock: FileClock,
         settings: Settings,
         absent: Absent,
+        on_corrupt: Option<OnCorrupt>,
     ) -> Result<Inner, OpenError> {
         let mut writer = open(&path, &settings)?;
         ensure(&mut writer, &path, &table, absent)?;
@@ -156,7 +159,15 @@ impl Inner {
             wakeups: Wakeups::default(),
             responses: SharedResponses::default(),
             releases: Releases::default(),
+            on_corrupt,
         })
+    }
+
+    fn decode(&self) -> ops::Decode<'_> {
+        ops::Decode {
+            responses: &self.responses,
+            on_corrupt: self.on_corrupt.as_ref(),
+        }
     }
 
     /// Runs `work` on the write connection.
@@ -177,9 +188,7 @@ impl Inner {
                 OpenError::Sqlite { source, .. } | OpenError::NotADatabase { source, .. } => {
                     SqliteError::sqlite(operation, source)
                 }
-                other => {
-                    SqliteError::new(operation, crate::error::Cause::BadRow(other.to_string()))
-                }
+                other => SqliteError::new(operation, crate::error::Cause::Other(other.to_string())),
             })?,
         };
         let result = work(&connection, &self.clock.read());
@@ -213,7 +222,7 @@ impl Inner {
                     fingerprint_version,
                     lease_ttl,
                     &now,
-                    &self.responses,
+                    &self.decode(),
                 )
             })
             .map_err(ops::ClaimError::into_core)?;
@@ -285,13 +294,13 @@ impl Inner {
 
     pub(crate) fn get(&self, key: &str) -> Result<Option<Record>, Error> {
         Ok(self.read("read", |connection, now| {
-            ops::get(connection, &self.sql, key, now, &self.responses)
+            ops::get(connection, &self.sql, key, now, &self.decode())
         })?)
     }
 
     pub(crate) fn find(&self, key: &str) -> Result<Found, Error> {
         Ok(self.read("read", |connection, now| {
-            ops::watch(connection, &self.sql, key, now, &self.responses)
+            ops::watch(connection, &self.sql, key, now, &self.decode())
         })?)
     }
 

@@ -9,6 +9,7 @@ use idemkit_core::{Clock, Store};
 use crate::backend::{Inner, SqliteBackend};
 use crate::clock::FileClock;
 use crate::connection::{Settings, Synchronous};
+use crate::corrupt::{CorruptRecord, OnCorrupt};
 use crate::error::OpenError;
 use crate::ops::Rules;
 use crate::schema::Absent;
@@ -51,6 +52,7 @@ pub struct Builder {
     settings: Settings,
     clock: FileClock,
     absent: Absent,
+    on_corrupt: Option<OnCorrupt>,
 }
 
 impl Builder {
@@ -70,6 +72,7 @@ impl Builder {
             settings: default_settings(),
             clock: FileClock::system(),
             absent: Absent::Create,
+            on_corrupt: None,
         }
     }
 
@@ -136,6 +139,16 @@ impl Builder {
         self
     }
 
+    /// Calls `callback` with each row found that is not a record (see
+    /// [`CorruptRecord`]), besides logging it with `tracing`.
+    pub fn on_corrupt_record(
+        mut self,
+        callback: impl Fn(&CorruptRecord) + Send + Sync + 'static,
+    ) -> Builder {
+        self.on_corrupt = Some(Arc::new(callback));
+        self
+    }
+
     /// Opens the file: refuses a file that is not a database, cannot be written or
     /// holds the table in a layout this version does not read, and creates the table if
     /// it is missing (unless [`Builder::require_table`]).
@@ -147,6 +160,7 @@ impl Builder {
             self.clock,
             self.settings,
             self.absent,
+            self.on_corrupt,
         )?;
         Ok(SqliteBackend {
             inner: Arc::new(inner),

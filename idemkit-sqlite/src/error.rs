@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use rusqlite::ErrorCode;
 
 /// An operation on the SQLite file that failed: the disk is full, the file is locked by
-/// another process for longer than the busy timeout, the file is damaged, or a stored
-/// record could not be read.
+/// another process for longer than the busy timeout, the file is damaged or gone.
 ///
 /// A write that failed was rolled back: it did not take effect.
 #[derive(Debug)]
@@ -21,8 +20,9 @@ pub struct SqliteError {
 #[derive(Debug)]
 pub(crate) enum Cause {
     Sqlite(rusqlite::Error),
-    /// A row this version wrote but can no longer read: damage.
-    BadRow(String),
+    /// Anything else, said in words (the OS random source failed, a connection could
+    /// not be opened).
+    Other(String),
     /// The async runtime's blocking pool dropped the operation (it is shutting down).
     PoolGone,
 }
@@ -75,7 +75,7 @@ impl fmt::Display for SqliteError {
         write!(f, "sqlite {} failed: ", self.operation)?;
         match &self.cause {
             Cause::Sqlite(error) => write!(f, "{error}"),
-            Cause::BadRow(what) => write!(f, "a stored record cannot be read: {what}"),
+            Cause::Other(what) => f.write_str(what),
             Cause::PoolGone => f.write_str(
                 "the async runtime's blocking pool dropped the operation (is it shutting down?)",
             ),

@@ -74,7 +74,9 @@
 //!   read-only file, or a table of another layout or schema version is an [`OpenError`]
 //!   at open, and nothing is written to it; a full disk, a lock held past the busy
 //!   timeout or a damaged row is an [`Error::Storage`](idemkit_core::Error::Storage)
-//!   carrying a [`SqliteError`], and the write is rolled back.
+//!   carrying a [`SqliteError`], and the write is rolled back. A single row that is not a
+//!   record (damaged, or written by hand) is treated as absent, reported, and
+//!   overwritten by the next claim ([`CorruptRecord`]).
 //! - **Schema.** The table is created when missing ([`Builder::require_table`] refuses
 //!   instead), or by [`SqliteBackend::migrate`] / `idemkit migrate sqlite://PATH`, which
 //!   report what they did ([`Migration`]).
@@ -103,6 +105,7 @@ mod builder;
 mod clock;
 mod codec;
 mod connection;
+mod corrupt;
 mod error;
 mod operator;
 mod ops;
@@ -118,6 +121,7 @@ mod wakeups;
 pub use backend::SqliteBackend;
 pub use builder::Builder;
 pub use connection::Synchronous;
+pub use corrupt::CorruptRecord;
 pub use error::{OpenError, SqliteError};
 pub use schema::{Migration, SCHEMA_VERSION};
 pub use table::TableName;

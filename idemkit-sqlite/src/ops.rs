@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::clock::{FileTime, NEVER, Reading, after, nanos};
 use crate::codec::{decode_headers, encode_headers};
+use crate::corrupt::{OnCorrupt, report};
 use crate::error::{Cause, SqliteError};
 use crate::responses::SharedResponses;
 use crate::table::TableName;
@@ -87,7 +88,6 @@ pub(crate) enum ClaimError {
     Sqlite(rusqlite::Error),
     Full(u64),
     Random(getrandom::Error),
-    BadRow(String),
 }
 
 impl From<rusqlite::Error> for ClaimError {
@@ -105,11 +105,10 @@ impl ClaimError {
             },
             ClaimError::Random(error) => idemkit_core::Error::storage(SqliteError::new(
                 "claim",
-                Cause::BadRow(format!(
+                Cause::Other(format!(
                     "no claim token: the OS random source failed: {error}"
                 )),
             )),
-            ClaimError::BadRow(what) => SqliteError::new("claim", Cause::BadRow(what)).into(),
         }
     }
 }
@@ -126,7 +125,22 @@ struct Row_ {
     completed: Option<(FileTime, Response)>,
 }
 
+/// The row as a record, or why it is not one. SQLite failing is the outer error; a
+/// value of the wrong type or out of range is the inner one: a corrupt row.
 fn read_row(row: &Row<'_>) -> rusqlite::Result<Result<Row_, String>> {
+    match decode_row(row) {
+        Ok(decoded) => Ok(decoded),
+        Err(
+            error @ (rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::Utf8Error(..)),
+        ) => Ok(Err(error.to_string())),
+        Err(other) => Err(other),
+    }
+}
+
+fn decode_row(row: &Row<'_>) -> rusqlite::Result<Result<Row_, String>> {
     let token: Vec<u8> = row.get(3)?;
     let Ok(token) = <[u8; 16]>::try_from(token.as_slice()) else {
         return Ok(Err(format!("a claim token of {} bytes", token.len())));
@@ -138,7 +152,10 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Result<Row_, String>> {
             let status: Option<i64> = row.get(8)?;
             let headers: Option<Vec<u8>> = row.get(9)?;
             let body: Option<Vec<u8>> = row.get(10)?;
-            let Some(status) = status.and_then(|status| u16::try_from(status).ok()) else {
+            let Some(status) = status
+                .and_then(|status| u16::try_from(status).ok())
+                .filter(|status| (100..=999).contains(status))
+            else {
                 return Ok(Err("a completed record without a valid status".to_owned()));
             };
             let headers = match decode_headers(headers.as_deref().unwrap_or_default()) {
@@ -151,10 +168,15 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<Result<Row_, String>> {
         }
     };
     let fingerprint_version: i64 = row.get(2)?;
+    let Ok(fingerprint_version) = u32::try_from(fingerprint_version) else {
+        return Ok(Err(format!(
+            "a fingerprint version of {fingerprint_version}"
+        )));
+    };
     Ok(Ok(Row_ {
         key: row.get(0)?,
         fingerprint: row.get(1)?,
-        fingerprint_version: u32::try_from(fingerprint_version).unwrap_or(u32::MAX),
+        fingerprint_version,
         token: ClaimToken::from_bytes(token),
         claimed_at: row.get(4)?,
         deadline: row.get(5)?,
@@ -181,6 +203,13 @@ impl Row_ {
             None => record,
         }
     }
+}
+
+/// What reading a row needs beside the row: the responses to share, and whom to tell
+/// of a corrupt row.
+pub(crate) struct Decode<'a> {
+    pub(crate) responses: &'a SharedResponses,
+    pub(crate) on_corrupt: Option<&'a OnCorrupt>,
 }
 
 /// What a waiter finds.
@@ -219,7 +248,7 @@ pub(crate) fn claim(
     fingerprint_version: u32,
     lease_ttl: Duration,
     now: &Reading,
-    responses: &SharedResponses,
+    decode: &Decode<'_>,
 ) -> Result<Claimed, ClaimError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let at = now.file;
@@ -230,25 +259,27 @@ pub(crate) fn claim(
         .prepare_cached(&sql.select)?
         .query_row([key], read_row)
         .optional()?;
-    let existing = match existing {
-        Some(Ok(row)) => Some(row),
-        Some(Err(what)) => return Err(ClaimError::BadRow(what)),
-        None => None,
+    let (existing, corrupt) = match existing {
+        Some(Ok(row)) => (Some(row), None),
+        // A row that is not a record is treated as a gone one: overwritten.
+        Some(Err(what)) => (None, Some(what)),
+        None => (None, None),
     };
     let deadline = after(at, lease_ttl);
     let remove_at = deadline.saturating_add(nanos(rules.reclaim_grace));
     let version = i64::from(fingerprint_version);
+    let present = existing.is_some() || corrupt.is_some();
     let outcome = match existing {
         Some(row) if row.remove_at >= at => {
             if row.completed.is_some() {
                 return Ok(Claimed {
-                    claim: Claim::Completed(row.into_record(now, responses)),
+                    claim: Claim::Completed(row.into_record(now, decode.responses)),
                     replaced: false,
                 });
             }
             if at <= row.deadline {
                 return Ok(Claimed {
-                    claim: Claim::InFlight(row.into_record(now, responses)),
+                    claim: Claim::InFlight(row.into_record(now, decode.responses)),
                     replaced: false,
                 });
             }
@@ -267,7 +298,7 @@ pub(crate) fn claim(
                 replaced: true,
             }
         }
-        Some(_gone) => {
+        _ if present => {
             let token = fresh_token().map_err(ClaimError::Random)?;
             transaction.prepare_cached(&sql.replace)?.execute(params![
                 key,
@@ -283,7 +314,7 @@ pub(crate) fn claim(
                 replaced: true,
             }
         }
-        None => {
+        _ => {
             if let Some(max) = rules.max_records {
                 let count = |transaction: &rusqlite::Transaction<'_>| -> rusqlite::Result<i64> {
                     transaction
@@ -318,6 +349,9 @@ pub(crate) fn claim(
         }
     };
     transaction.commit()?;
+    if let Some(reason) = corrupt {
+        report(key, reason, true, decode.on_corrupt);
+    }
     Ok(outcome)
 }
 
@@ -397,7 +431,7 @@ pub(crate) fn get(
     sql: &Statements,
     key: &str,
     now: &Reading,
-    responses: &SharedResponses,
+    decode: &Decode<'_>,
 ) -> Result<Option<Record>, SqliteError> {
     let row = connection
         .prepare_cached(&sql.select_live)
@@ -409,8 +443,11 @@ pub(crate) fn get(
         .map_err(|error| SqliteError::sqlite("read", error))?;
     match row {
         None => Ok(None),
-        Some(Ok(row)) => Ok(Some(row.into_record(now, responses))),
-        Some(Err(what)) => Err(SqliteError::new("read", Cause::BadRow(what))),
+        Some(Ok(row)) => Ok(Some(row.into_record(now, decode.responses))),
+        Some(Err(reason)) => {
+            report(key, reason, false, decode.on_corrupt);
+            Ok(None)
+        }
     }
 }
 
@@ -420,7 +457,7 @@ pub(crate) fn watch(
     sql: &Statements,
     key: &str,
     now: &Reading,
-    responses: &SharedResponses,
+    decode: &Decode<'_>,
 ) -> Result<Found, SqliteError> {
     let row = connection
         .prepare_cached(&sql.select_live)
@@ -433,10 +470,13 @@ pub(crate) fn watch(
     let row = match row {
         None => return Ok(Found::Absent),
         Some(Ok(row)) => row,
-        Some(Err(what)) => return Err(SqliteError::new("read", Cause::BadRow(what))),
+        Some(Err(reason)) => {
+            report(key, reason, false, decode.on_corrupt);
+            return Ok(Found::Absent);
+        }
     };
     if row.completed.is_some() {
-        return Ok(Found::Completed(row.into_record(now, responses)));
+        return Ok(Found::Completed(row.into_record(now, decode.responses)));
     }
     if row.deadline < now.file {
         Ok(Found::Lapsed)

@@ -246,3 +246,49 @@ fn a_full_disk_is_a_storage_error_and_loses_nothing() {
         .unwrap();
     assert_eq!(verdict, "ok");
 }
+
+/// A row that is not a record (here a claim token of one byte, and a status of 70000)
+/// is treated as absent and reported: a read sees nothing, the next claim overwrites it
+/// as new; it is never replayed and never an error.
+#[test]
+fn a_corrupt_row_is_absent_reported_and_overwritten() {
+    let file = ScratchFile::new("corrupt");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let backend = {
+        let seen = Arc::clone(&seen);
+        SqliteBackend::builder(file.path())
+            .on_corrupt_record(move |record| seen.lock().unwrap().push(record.clone()))
+            .build()
+            .unwrap()
+    };
+    execute(
+        &file,
+        "INSERT INTO idemkit_records (key, fingerprint, fingerprint_version, token, claimed_at, deadline, remove_at, completed_at, status, headers, body)
+         VALUES ('short-token', 'fp', 1, X'00', 0, 9000000000000000000, 9000000000000000000, 0, 200, X'', X''),
+                ('bad-status', 'fp', 1, X'00000000000000000000000000000000', 0, 9000000000000000000, 9000000000000000000, 0, 70000, X'', X'');",
+    );
+    assert!(
+        BlockingBackend::get(&backend, "short-token")
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        BlockingBackend::wait_for_completion(&backend, "bad-status", HOUR)
+            .unwrap()
+            .is_none()
+    );
+    assert!(matches!(
+        BlockingBackend::claim(&backend, "short-token", "fp", 1, HOUR),
+        Ok(Claim::New(_))
+    ));
+    assert!(matches!(
+        BlockingBackend::claim(&backend, "bad-status", "fp", 1, HOUR),
+        Ok(Claim::New(_))
+    ));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(!seen[0].overwritten && seen[2].overwritten);
+    assert_eq!(seen[0].key, "short-token");
+    assert!(seen[1].reason.contains("status"), "{}", seen[1].reason);
+    assert_eq!(backend.records().unwrap(), 2, "overwritten in place");
+}
