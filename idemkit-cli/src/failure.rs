@@ -16,7 +16,6 @@ pub enum Kind {
     Unreachable,
     /// The store is reachable but not ready: a missing or older table, a schema this
     /// version does not know: exit code 4.
-    #[allow(dead_code)] // raised by the SQL stores, not built in yet
     NotReady,
 }
 
@@ -57,7 +56,6 @@ impl Failure {
         Failure::new(Kind::Unreachable, what)
     }
 
-    #[allow(dead_code)] // raised by the SQL stores, not built in yet
     pub fn not_ready(what: impl Into<String>) -> Failure {
         Failure::new(Kind::NotReady, what)
     }

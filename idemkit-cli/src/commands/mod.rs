@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 use crate::failure::Failure;
-use crate::stores::{Place, RedisStore, Scheme, Store};
+use crate::stores::{Place, RedisStore, Scheme, SqliteStore, Store};
 
 /// Runs `command`; the exit code on success, the failure otherwise.
 pub fn run(command: Command) -> Result<ExitCode, Failure> {
@@ -20,7 +20,7 @@ pub fn run(command: Command) -> Result<ExitCode, Failure> {
     match place.scheme {
         Scheme::Redis => run_on::<RedisStore>(command, &place),
         Scheme::Postgres => Err(not_built_in("PostgreSQL", "postgres://")),
-        Scheme::Sqlite => Err(not_built_in("SQLite", "sqlite://")),
+        Scheme::Sqlite => run_on::<SqliteStore>(command, &place),
     }
 }
 

@@ -4,6 +4,8 @@
 //! `Backend::get` and `Operator`, the same for every store.
 
 mod redis;
+mod sqlite;
+mod under_check;
 
 use idemkit_conformance::runner::Report;
 use idemkit_core::{Backend, Operator};
@@ -11,6 +13,7 @@ use idemkit_core::{Backend, Operator};
 use crate::failure::Failure;
 
 pub use self::redis::RedisStore;
+pub use self::sqlite::SqliteStore;
 
 /// The store schemes the command understands, as the URL's scheme names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +131,6 @@ pub fn redact(url: &str) -> String {
 }
 
 /// What `migrate` did.
-#[allow(dead_code)] // the table outcomes come from the SQL stores, not built in yet
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Migration {
     /// The store has no schema (Redis): there was nothing to do.
@@ -192,6 +194,20 @@ pub fn check_tag() -> String {
         .map(|elapsed| elapsed.as_nanos())
         .unwrap_or(0);
     format!("check-{}-{nanos:x}", std::process::id())
+}
+
+/// The name prefix of this run of `check`'s SQL tables: a plain identifier (letters,
+/// digits, `_`) that no other run shares.
+pub fn check_table_prefix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "idemkit_check_{}_{:x}",
+        std::process::id(),
+        nanos & 0xffff_ffff_ffff
+    )
 }
 
 #[cfg(test)]

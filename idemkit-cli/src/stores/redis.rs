@@ -2,17 +2,17 @@
 //! `idemkit`). Nothing to migrate: each record is a hash of its own that expires by
 //! itself.
 
-use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use idemkit_conformance::backend::{Async, Inspect};
+use idemkit_conformance::backend::Async;
 use idemkit_conformance::runner::{Report, Suite};
 use idemkit_conformance::runtimes::TokioRuntime;
 use idemkit_conformance::{Settings, Target};
-use idemkit_core::{AsyncIdempotency, Backend, Claim, ClaimToken, Error, Record, Response, Timer};
+use idemkit_core::AsyncIdempotency;
 use idemkit_redis::{BuildError, Builder, RedisBackend};
 
+use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_tag};
 use crate::failure::Failure;
 
@@ -214,10 +214,10 @@ struct RedisCheck;
 
 impl Target for RedisCheck {
     type Runtime = TokioRuntime;
-    type Backend = Async<UnderCheck>;
-    type Executor = AsyncIdempotency<UnderCheck>;
+    type Backend = Async<UnderCheck<RedisBackend>>;
+    type Executor = AsyncIdempotency<UnderCheck<RedisBackend>>;
 
-    fn build(settings: Settings) -> Async<UnderCheck> {
+    fn build(settings: Settings) -> Async<UnderCheck<RedisBackend>> {
         let (url, namespace) = {
             let mut place = lock();
             let place = place.as_mut().expect("a check is running");
@@ -233,73 +233,12 @@ impl Target for RedisCheck {
     }
 }
 
-/// A Redis backend under check: the backend's own operations, and what the suite can
-/// see of its bookkeeping (its waiters' subscriptions).
-#[derive(Clone)]
-struct UnderCheck(RedisBackend);
-
-impl Inspect for UnderCheck {
+/// What the vectors can see of a Redis backend's bookkeeping: its waiters'
+/// subscriptions (records held cannot be counted exactly: Redis expires keys on its own
+/// schedule).
+impl Bookkeeping for RedisBackend {
     fn watched_keys(&self) -> Option<usize> {
-        Some(self.0.watched_keys())
-    }
-}
-
-impl Backend for UnderCheck {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<Claim, Error>> + Send {
-        Backend::claim(&self.0, key, fingerprint, fingerprint_version, lease_ttl)
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::complete(&self.0, key, token, response, expires_after)
-    }
-
-    fn release(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::release(&self.0, key, token)
-    }
-
-    fn renew(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::renew(&self.0, key, token, lease_ttl)
-    }
-
-    fn wait_for_completion(
-        &self,
-        key: &str,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::wait_for_completion(&self.0, key, timeout)
-    }
-
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::get(&self.0, key)
-    }
-
-    fn now(&self) -> Instant {
-        Backend::now(&self.0)
-    }
-
-    fn timer(&self) -> Arc<dyn Timer> {
-        Backend::timer(&self.0)
+        Some(RedisBackend::watched_keys(self))
     }
 }
 

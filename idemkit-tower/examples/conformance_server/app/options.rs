@@ -10,9 +10,12 @@ usage: conformance_server [options]
 
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
-  --backend BACKEND      `memory` (default) or `redis://HOST:PORT`
+  --backend BACKEND      `memory` (default), `redis://HOST:PORT` or `sqlite://PATH`
+                         (a file, created if missing; servers on one file act as
+                         replicas)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
                          Redis and a namespace share their records
+  --table NAME           the table of an SQL store (default `idemkit_records`)
   --require-key          refuse a POST or PATCH without an Idempotency-Key (400)
   --wait-timeout-ms N    how long a duplicate waits for the request in flight
   --lease-ttl-ms N       the lease of a claim
@@ -27,6 +30,8 @@ pub enum BackendChoice {
     Memory,
     /// A Redis server, by URL (`redis://HOST:PORT`).
     Redis(String),
+    /// An SQLite file, by path (from `sqlite://PATH`).
+    Sqlite(String),
 }
 
 /// What the command line asked for.
@@ -35,6 +40,7 @@ pub struct Options {
     pub listen: String,
     pub backend: BackendChoice,
     pub namespace: Option<String>,
+    pub table: Option<String>,
     pub require_key: bool,
     pub wait_timeout: Option<Duration>,
     pub lease_ttl: Option<Duration>,
@@ -48,6 +54,7 @@ impl Default for Options {
             listen: "127.0.0.1:8080".to_owned(),
             backend: BackendChoice::Memory,
             namespace: None,
+            table: None,
             require_key: false,
             wait_timeout: None,
             lease_ttl: None,
@@ -96,6 +103,13 @@ where
                 }
                 options.namespace = Some(namespace);
             }
+            "--table" => {
+                let table = value("a name")?;
+                if table.is_empty() {
+                    return Err("--table needs a non-empty name".to_owned());
+                }
+                options.table = Some(table);
+            }
             "--require-key" => {
                 if inline.is_some() {
                     return Err("--require-key takes no value".to_owned());
@@ -140,9 +154,14 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         Ok(BackendChoice::Memory)
     } else if text.starts_with("redis://") && text.len() > "redis://".len() {
         Ok(BackendChoice::Redis(text.to_owned()))
+    } else if let Some(path) = text
+        .strip_prefix("sqlite://")
+        .filter(|path| !path.is_empty())
+    {
+        Ok(BackendChoice::Sqlite(path.to_owned()))
     } else {
         Err(format!(
-            "--backend: `{text}` is neither `memory` nor `redis://HOST:PORT`"
+            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT` nor `sqlite://PATH`"
         ))
     }
 }
@@ -206,6 +225,16 @@ mod tests {
         assert_eq!(options.max_body_bytes, Some(1024));
         assert_eq!(options.compat, Compat::Stripe);
         assert_eq!(serve(&["--backend=memory"]).backend, BackendChoice::Memory);
+        let sqlite = serve(&["--backend", "sqlite:///tmp/x.db", "--table", "t1"]);
+        assert_eq!(
+            sqlite.backend,
+            BackendChoice::Sqlite("/tmp/x.db".to_owned())
+        );
+        assert_eq!(sqlite.table.as_deref(), Some("t1"));
+        assert_eq!(
+            serve(&["--backend=sqlite://records.db"]).backend,
+            BackendChoice::Sqlite("records.db".to_owned())
+        );
     }
 
     #[test]
@@ -218,6 +247,8 @@ mod tests {
         assert!(error(&["--listen"]).contains("--listen needs"));
         assert!(error(&["--backend", "postgres://x"]).contains("neither"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));
+        assert!(error(&["--backend", "sqlite://"]).contains("neither"));
+        assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--wait-timeout-ms", "soon"]).contains("milliseconds"));
         assert!(error(&["--lease-ttl-ms", "0"]).contains("at least 1"));
         assert!(error(&["--max-body-bytes", "-1"]).contains("byte count"));
