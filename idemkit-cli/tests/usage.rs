@@ -86,7 +86,12 @@ fn options_of_another_kind_of_store_are_refused() {
     let run = idemkit(&["stats", &redis, "--table", "records"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--namespace"), "{}", run.stderr);
-    let run = idemkit(&["stats", "sqlite:///tmp/none.db", "--namespace", "ns"]);
+    let run = idemkit(&[
+        "stats",
+        "sqlite:///nonexistent/none.db",
+        "--namespace",
+        "ns",
+    ]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--table"), "{}", run.stderr);
 }
