@@ -473,6 +473,21 @@ fn check_reports_each_vector_and_exits_1_on_a_server_that_refuses_writes() {
         run.stderr
     );
     assert!(run.stderr.contains("to fix:"), "{}", run.stderr);
+
+    // With --json: one document, the failures in it, and the same exit code.
+    let run = idemkit(&["check", &redis.url(), "--json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = run.json();
+    assert!(report["failed"].as_u64().unwrap() > 0, "{report}");
+    let first = &report["vectors"][0];
+    assert_eq!(
+        (first["name"].as_str(), first["passed"].as_bool()),
+        (Some("atomic_claim"), Some(false))
+    );
+    assert!(
+        first["message"].as_str().unwrap().contains("OOM"),
+        "{first}"
+    );
 }
 
 #[test]

@@ -72,6 +72,18 @@ impl<'a> Answer<'a> {
         problem.into_response().map(ResponseBody::whole)
     }
 
+    /// The refusal for a run whose effect was rolled back after the handler answered
+    /// (its completion was fenced out, or its commit failed).
+    pub(crate) fn lease_lost<B: Body>(self) -> Response<ResponseBody<B>> {
+        let problem = Problem::new(
+            ProblemType::LeaseLost,
+            self.config.compat,
+            "The request's claim on its idempotency key was taken over before its result              could be committed, so its changes were rolled back and nothing was stored.              Retry after the Retry-After delay.",
+        )
+        .retry_after(self.config.storage_retry_after);
+        self.refuse(problem, EventKind::LeaseLost)
+    }
+
     /// The response to the executor's outcome; `delivered` is the handler's response if
     /// it ran for this request.
     pub(crate) fn finish<B: Body, E>(

@@ -13,6 +13,7 @@ use crate::compat::Compat;
 use crate::event::{EventCallback, IdempotencyEvent};
 use crate::fingerprint::FINGERPRINT_VERSION;
 use crate::layer::{Config, IdempotencyLayer};
+use crate::run_hook::RunHook;
 use crate::scope::{self, Scope};
 use crate::stored_headers::StoredHeaders;
 
@@ -62,6 +63,7 @@ pub struct Builder<B: Backend> {
     policy: Policy,
     on_event: Option<EventCallback>,
     backend_name: &'static str,
+    run_hook: Option<Arc<dyn RunHook>>,
 }
 
 impl<B: Backend> Builder<B> {
@@ -81,6 +83,7 @@ impl<B: Backend> Builder<B> {
             policy: Policy::default(),
             on_event: None,
             backend_name: short_type_name::<B>(),
+            run_hook: None,
         }
     }
 
@@ -232,6 +235,14 @@ impl<B: Backend> Builder<B> {
         self
     }
 
+    /// Work done around each protected run: with the `postgres` feature,
+    /// [`PostgresTransactions`](crate::PostgresTransactions) hands the handler the
+    /// request's transaction and commits it with the stored response.
+    pub fn run_hook(mut self, hook: impl RunHook) -> Builder<B> {
+        self.run_hook = Some(Arc::new(hook));
+        self
+    }
+
     /// The layer. Fails when the lease settings cannot work together (a heartbeat
     /// interval that is not shorter than the lease, for instance).
     pub fn build(self) -> Result<IdempotencyLayer<B>, Error> {
@@ -263,6 +274,7 @@ impl<B: Backend> Builder<B> {
                 storage_retry_after: self.storage_retry_after,
                 on_event: self.on_event,
                 backend_name: self.backend_name,
+                run_hook: self.run_hook,
             },
         ))
     }

@@ -103,6 +103,11 @@ where
     let key = effective_key(&key, &scope, &target);
     let fingerprint = request_fingerprint(&target, &parts, &body, &config.fingerprint_headers);
     let answer = answer.with_key(key.clone());
+    let mut parts = parts;
+    let guard = config
+        .run_hook
+        .as_ref()
+        .map(|hook| hook.before(&key, &mut parts.extensions));
     let request = Request::from_parts(parts, RequestBody::read(body));
 
     // Filled by the handler's run, if it runs here: what the first client receives.
@@ -116,6 +121,10 @@ where
         Box::pin(run_handler(inner, request, config, slot)).await
     });
     let result = Box::pin(run).await;
+    if guard.is_some_and(|guard| guard.rolled_back()) {
+        // The handler's effect was rolled back after it answered: never a success.
+        return Ok(answer.lease_lost());
+    }
     answer.finish(result, delivered)
 }
 

@@ -16,6 +16,7 @@ use crate::compat::Compat;
 use crate::effective_key::effective_key;
 use crate::event::EventCallback;
 use crate::key_header::{IdempotencyKey, KeyHeaderError};
+use crate::run_hook::RunHook;
 use crate::scope::Scope;
 use crate::service::IdempotencyService;
 use crate::stored_headers::StoredHeaders;
@@ -47,6 +48,7 @@ pub(crate) struct Config {
     pub(crate) storage_retry_after: Duration,
     pub(crate) on_event: Option<EventCallback>,
     pub(crate) backend_name: &'static str,
+    pub(crate) run_hook: Option<Arc<dyn RunHook>>,
 }
 
 /// Why a request has no effective key.

@@ -170,9 +170,12 @@ mod fingerprint;
 mod handle;
 mod key_header;
 mod layer;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod problem;
 mod request_body;
 mod response_body;
+mod run_hook;
 mod scope;
 mod service;
 mod stored_headers;
@@ -185,8 +188,11 @@ pub use compat::{
 pub use event::{EventKind, IdempotencyEvent};
 pub use key_header::{IDEMPOTENCY_KEY, IdempotencyKey, KeyHeaderError, MAX_KEY_BYTES};
 pub use layer::{IdempotencyLayer, KeyError};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresTransactions;
 pub use problem::{PROBLEM_JSON, ProblemType};
 pub use request_body::RequestBody;
 pub use response_body::ResponseBody;
+pub use run_hook::{RunGuard, RunHook};
 pub use service::IdempotencyService;
 pub use stored_headers::StoredHeaders;

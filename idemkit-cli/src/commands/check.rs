@@ -85,25 +85,38 @@ pub fn run<S: Store>(place: &Place, args: &CheckArgs) -> Result<ExitCode, Failur
             }
         );
     }
-    if checked.left_behind > 0 {
-        return Err(Failure::unreachable(format!(
-            "the check could not remove everything it wrote: {} left in {}",
-            checked.left_behind, checked.ran_in
-        ))
-        .remedy("delete them by hand; nothing of the deployment's own records was touched"));
-    }
-    if failed > 0 {
-        return Err(Failure::new(
-            Kind::CheckFailed,
-            format!(
-                "{failed} of {} conformance vectors failed against {described}",
-                checked.reports.len()
+    let failure = if checked.left_behind > 0 {
+        Some(
+            Failure::unreachable(format!(
+                "the check could not remove everything it wrote: {} left in {}",
+                checked.left_behind, checked.ran_in
+            ))
+            .remedy("delete them by hand; nothing of the deployment's own records was touched"),
+        )
+    } else if failed > 0 {
+        Some(
+            Failure::new(
+                Kind::CheckFailed,
+                format!(
+                    "{failed} of {} conformance vectors failed against {described}",
+                    checked.reports.len()
+                ),
+            )
+            .remedy(
+                "the store does not behave as idemkit needs: read the failures above; a \
+                 timing failure on a loaded store may pass on a rerun, a wrong answer will not",
             ),
         )
-        .remedy(
-            "the store does not behave as idemkit needs: read the failures above; a timing \
-             failure on a loaded store may pass on a rerun, a wrong answer will not",
-        ));
+    } else {
+        None
+    };
+    match failure {
+        // The JSON report already says what failed: standard output stays one document.
+        Some(failure) if json => {
+            eprintln!("{failure}");
+            Ok(failure.exit_code())
+        }
+        Some(failure) => Err(failure),
+        None => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 use crate::failure::Failure;
-use crate::stores::{Place, RedisStore, Scheme, SqliteStore, Store};
+use crate::stores::{Place, PostgresStore, RedisStore, Scheme, SqliteStore, Store};
 
 /// Runs `command`; the exit code on success, the failure otherwise.
 pub fn run(command: Command) -> Result<ExitCode, Failure> {
@@ -19,17 +19,9 @@ pub fn run(command: Command) -> Result<ExitCode, Failure> {
     let place = Place::new(&store.url, store.namespace.clone(), store.table.clone())?;
     match place.scheme {
         Scheme::Redis => run_on::<RedisStore>(command, &place),
-        Scheme::Postgres => Err(not_built_in("PostgreSQL", "postgres://")),
+        Scheme::Postgres => run_on::<PostgresStore>(command, &place),
         Scheme::Sqlite => run_on::<SqliteStore>(command, &place),
     }
-}
-
-/// The failure for a store this build of the command does not carry yet.
-fn not_built_in(store: &str, scheme: &str) -> Failure {
-    Failure::usage(format!(
-        "{store} stores ({scheme}) are not built into this command yet"
-    ))
-    .remedy("use a build of idemkit that includes them, or a redis:// store")
 }
 
 fn run_on<S: Store>(command: Command, place: &Place) -> Result<ExitCode, Failure> {

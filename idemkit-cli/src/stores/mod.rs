@@ -3,6 +3,7 @@
 //! Inspect, stats and purge need nothing more: they go through the backend's
 //! `Backend::get` and `Operator`, the same for every store.
 
+mod postgres;
 mod redis;
 mod sqlite;
 mod under_check;
@@ -12,6 +13,7 @@ use idemkit_core::{Backend, Operator};
 
 use crate::failure::Failure;
 
+pub use self::postgres::PostgresStore;
 pub use self::redis::RedisStore;
 pub use self::sqlite::SqliteStore;
 

@@ -93,6 +93,12 @@ impl ServerProcess {
         }
     }
 
+    /// The server process's id (to stop and continue it).
+    #[allow(dead_code)] // not every test binary pauses a server
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Every JSON line the server printed so far.
     pub fn events(&self) -> Vec<serde_json::Value> {
         self.lines

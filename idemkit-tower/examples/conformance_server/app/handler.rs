@@ -36,6 +36,7 @@ pub type HandlerBody = Either<Full<Bytes>, PatternBody>;
 pub struct HandlerState {
     server_id: String,
     calls: AtomicU64,
+    effects: bool,
 }
 
 impl HandlerState {
@@ -47,7 +48,19 @@ impl HandlerState {
         HandlerState {
             server_id: format!("{id:016x}"),
             calls: AtomicU64::new(0),
+            effects: false,
         }
+    }
+
+    /// This handler, writing an effect row per call in the request's transaction.
+    pub fn with_effects(mut self, effects: bool) -> HandlerState {
+        self.effects = effects;
+        self
+    }
+
+    /// Whether each call writes an effect row.
+    pub fn effects(&self) -> bool {
+        self.effects
     }
 
     /// How many times the handler has run in this process.
@@ -70,6 +83,15 @@ where
         Ok(instructions) => instructions,
         Err(message) => return Ok(plain(StatusCode::BAD_REQUEST, message)),
     };
+    // With --effects: the effect row first, inside the request's transaction, which
+    // stays open through the delay and the crash below.
+    let mut effect = None;
+    if state.effects {
+        match write_effect(state, &parts, call).await {
+            Ok(connection) => effect = Some(connection),
+            Err(message) => return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, message)),
+        }
+    }
     if let Some(delay) = instructions.delay {
         tokio::time::sleep(delay).await;
     }
@@ -78,6 +100,8 @@ where
         let _ = std::io::stdout().flush();
         std::process::abort();
     }
+    // Parked for the layer, which commits it with the stored response.
+    drop(effect);
     let Ok(body) = body.collect().await.map(|collected| collected.to_bytes()) else {
         return Ok(plain(
             StatusCode::BAD_REQUEST,
@@ -127,6 +151,33 @@ where
         }
     }
     Ok(response)
+}
+
+/// Inserts this call's effect row (the raw `Idempotency-Key`, the server id, the call
+/// number) in the request's transaction; the connection keeps the transaction open.
+async fn write_effect(
+    state: &HandlerState,
+    parts: &http::request::Parts,
+    call: u64,
+) -> Result<idemkit_postgres::RunConnection, String> {
+    let run = parts
+        .extensions
+        .get::<idemkit_postgres::RunTransaction>()
+        .ok_or("no transaction: the request has no Idempotency-Key")?;
+    let raw_key = parts
+        .headers
+        .get(idemkit_tower::IDEMPOTENCY_KEY)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let mut connection = run.begin().await.map_err(|error| error.to_string())?;
+    sqlx::query("INSERT INTO idemkit_test_effects (key, server, call) VALUES ($1, $2, $3)")
+        .bind(raw_key)
+        .bind(&state.server_id)
+        .bind(i64::try_from(call).unwrap_or(i64::MAX))
+        .execute(&mut *connection)
+        .await
+        .map_err(|error| format!("inserting the effect row: {error}"))?;
+    Ok(connection)
 }
 
 /// What the test headers of one request ask for.

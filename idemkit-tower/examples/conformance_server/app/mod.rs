@@ -1,6 +1,7 @@
 //! The conformance server: a hyper 1 server whose every route but two runs a counting
 //! handler behind the idempotency layer.
 
+pub mod effects;
 pub mod handler;
 pub mod options;
 pub mod store;
@@ -76,7 +77,7 @@ pub async fn serve(options: Options) -> Result<(), String> {
     let address = listener
         .local_addr()
         .map_err(|error| format!("cannot read the bound address: {error}"))?;
-    let state = Arc::new(HandlerState::new());
+    let state = Arc::new(HandlerState::new().with_effects(options.effects));
     let handler = {
         let state = Arc::clone(&state);
         tower::service_fn(move |request: Request<RequestBody<Incoming>>| {
@@ -141,6 +142,11 @@ fn layer(options: &Options, store: &store::Store) -> Result<IdempotencyLayer<Dyn
     if let Some(bytes) = options.max_body_bytes {
         builder = builder.max_response_body_bytes(bytes);
     }
+    if options.effects
+        && let Some(backend) = store.postgres()
+    {
+        builder = builder.run_hook(effects::EffectsHook(backend.clone()));
+    }
     builder
         .build()
         .map_err(|error| format!("invalid settings: {error}"))
@@ -197,11 +203,39 @@ impl App {
                     return Ok(text(StatusCode::OK, "application/json", json.to_string()));
                 }
                 "/_storage_key" => return Ok(self.storage_key(&request)),
+                "/_effects" => return Ok(self.effects(&request).await),
                 _ => {}
             }
         }
         let response = protected.oneshot(request).await?;
         Ok(response.map(BodyExt::boxed_unsync))
+    }
+
+    /// `GET /_effects?key=K`: `{"rows":N}`, the committed effect rows of the raw key `K`
+    /// (with `--effects`).
+    async fn effects(&self, request: &Request<Incoming>) -> Response<ServerBody> {
+        let Some(backend) = self.store.postgres().filter(|_| self.state.effects()) else {
+            return text(
+                StatusCode::NOT_FOUND,
+                "text/plain",
+                "start the server with a postgres:// backend and --effects".to_owned(),
+            );
+        };
+        let Some(key) = query_value(request.uri().query().unwrap_or(""), "key") else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                "give ?key=K".to_owned(),
+            );
+        };
+        match effects::committed_rows(backend, &key).await {
+            Ok(rows) => text(
+                StatusCode::OK,
+                "application/json",
+                serde_json::json!({ "rows": rows }).to_string(),
+            ),
+            Err(error) => text(StatusCode::SERVICE_UNAVAILABLE, "text/plain", error),
+        }
     }
 
     /// `GET /_storage_key?method=M&path=P`: the key under which the backend stores the

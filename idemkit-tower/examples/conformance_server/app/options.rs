@@ -10,12 +10,18 @@ usage: conformance_server [options]
 
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
-  --backend BACKEND      `memory` (default), `redis://HOST:PORT` or `sqlite://PATH`
-                         (a file, created if missing; servers on one file act as
-                         replicas)
+  --backend BACKEND      `memory` (default), `redis://HOST:PORT`, `sqlite://PATH` (a
+                         file, created if missing; servers on one file act as replicas)
+                         or `postgres://USER@HOST:PORT/DB` (its table migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
-                         Redis and a namespace share their records
+                         Redis and a namespace share their records (on PostgreSQL: the
+                         table, unless --table names one)
   --table NAME           the table of an SQL store (default `idemkit_records`)
+  --effects              (PostgreSQL) each handler call first inserts a row (the raw
+                         Idempotency-Key, the server id, the call number) into
+                         `idemkit_test_effects` inside the request's transaction, which
+                         the layer commits with the stored response; GET /_effects?key=K
+                         answers {\"rows\":N}, the committed rows for that raw key
   --require-key          refuse a POST or PATCH without an Idempotency-Key (400)
   --wait-timeout-ms N    how long a duplicate waits for the request in flight
   --lease-ttl-ms N       the lease of a claim
@@ -32,6 +38,8 @@ pub enum BackendChoice {
     Redis(String),
     /// An SQLite file, by path (from `sqlite://PATH`).
     Sqlite(String),
+    /// A PostgreSQL database, by URL (`postgres://USER@HOST:PORT/DB`).
+    Postgres(String),
 }
 
 /// What the command line asked for.
@@ -41,6 +49,7 @@ pub struct Options {
     pub backend: BackendChoice,
     pub namespace: Option<String>,
     pub table: Option<String>,
+    pub effects: bool,
     pub require_key: bool,
     pub wait_timeout: Option<Duration>,
     pub lease_ttl: Option<Duration>,
@@ -55,6 +64,7 @@ impl Default for Options {
             backend: BackendChoice::Memory,
             namespace: None,
             table: None,
+            effects: false,
             require_key: false,
             wait_timeout: None,
             lease_ttl: None,
@@ -110,6 +120,12 @@ where
                 }
                 options.table = Some(table);
             }
+            "--effects" => {
+                if inline.is_some() {
+                    return Err("--effects takes no value".to_owned());
+                }
+                options.effects = true;
+            }
             "--require-key" => {
                 if inline.is_some() {
                     return Err("--require-key takes no value".to_owned());
@@ -146,6 +162,9 @@ where
             _ => return Err(format!("unknown option `{arg}`")),
         }
     }
+    if options.effects && !matches!(options.backend, BackendChoice::Postgres(_)) {
+        return Err("--effects needs a postgres:// backend".to_owned());
+    }
     Ok(Command::Serve(options))
 }
 
@@ -159,9 +178,12 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         .filter(|path| !path.is_empty())
     {
         Ok(BackendChoice::Sqlite(path.to_owned()))
+    } else if text.starts_with("postgres://") && text.len() > "postgres://".len() {
+        Ok(BackendChoice::Postgres(text.to_owned()))
     } else {
         Err(format!(
-            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT` nor `sqlite://PATH`"
+            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT`, `sqlite://PATH` \
+             nor `postgres://USER@HOST:PORT/DB`"
         ))
     }
 }
@@ -235,6 +257,19 @@ mod tests {
             serve(&["--backend=sqlite://records.db"]).backend,
             BackendChoice::Sqlite("records.db".to_owned())
         );
+        let postgres = serve(&[
+            "--backend",
+            "postgres://app@127.0.0.1:5432/app",
+            "--table",
+            "t",
+            "--effects",
+        ]);
+        assert_eq!(
+            postgres.backend,
+            BackendChoice::Postgres("postgres://app@127.0.0.1:5432/app".to_owned())
+        );
+        assert_eq!(postgres.table.as_deref(), Some("t"));
+        assert!(postgres.effects);
     }
 
     #[test]
@@ -245,10 +280,12 @@ mod tests {
     #[test]
     fn mistakes_are_named() {
         assert!(error(&["--listen"]).contains("--listen needs"));
-        assert!(error(&["--backend", "postgres://x"]).contains("neither"));
+        assert!(error(&["--backend", "mysql://x"]).contains("neither"));
+        assert!(error(&["--backend", "postgres://"]).contains("neither"));
+        assert!(error(&["--effects"]).contains("needs a postgres"));
+        assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));
         assert!(error(&["--backend", "sqlite://"]).contains("neither"));
-        assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--wait-timeout-ms", "soon"]).contains("milliseconds"));
         assert!(error(&["--lease-ttl-ms", "0"]).contains("at least 1"));
         assert!(error(&["--max-body-bytes", "-1"]).contains("byte count"));

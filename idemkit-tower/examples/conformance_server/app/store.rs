@@ -1,6 +1,7 @@
 //! The backend the command line chose, picked at run time.
 
 use idemkit_core::{DynBackend, InMemoryBackend, Key};
+use idemkit_postgres::PostgresBackend;
 use idemkit_redis::{CorruptRecord, RedisBackend};
 use idemkit_sqlite::SqliteBackend;
 use idemkit_tokio::TokioTimer;
@@ -20,7 +21,11 @@ enum Kind {
     Memory,
     Redis(RedisBackend),
     Sqlite(SqliteBackend),
+    Postgres(PostgresBackend),
 }
+
+/// The table `--effects` writes each handler call into.
+pub const EFFECTS_TABLE: &str = "idemkit_test_effects";
 
 impl Store {
     /// Opens the backend the options name (connects to Redis, for Redis).
@@ -77,6 +82,41 @@ impl Store {
                     kind: Kind::Sqlite(backend),
                 })
             }
+            BackendChoice::Postgres(url) => {
+                let table = options
+                    .table
+                    .as_deref()
+                    .or(options.namespace.as_deref())
+                    .unwrap_or(idemkit_postgres::DEFAULT_TABLE);
+                let backend = PostgresBackend::builder()
+                    .url(url)
+                    .table(table)
+                    .migrate(true)
+                    .build()
+                    .await
+                    .map_err(|error| format!("backend {url}: {error}"))?;
+                if options.effects {
+                    sqlx::query(
+                        "CREATE TABLE IF NOT EXISTS idemkit_test_effects \
+                         (key text NOT NULL, server text NOT NULL, call bigint NOT NULL)",
+                    )
+                    .execute(backend.pool())
+                    .await
+                    .map_err(|error| format!("creating {EFFECTS_TABLE}: {error}"))?;
+                }
+                Ok(Store {
+                    backend: DynBackend::new(backend.clone()),
+                    kind: Kind::Postgres(backend),
+                })
+            }
+        }
+    }
+
+    /// The PostgreSQL backend, when that is the store.
+    pub fn postgres(&self) -> Option<&PostgresBackend> {
+        match &self.kind {
+            Kind::Postgres(backend) => Some(backend),
+            _ => None,
         }
     }
 
@@ -91,6 +131,7 @@ impl Store {
             Kind::Memory => "memory",
             Kind::Redis(_) => "redis",
             Kind::Sqlite(_) => "sqlite",
+            Kind::Postgres(_) => "postgres",
         }
     }
 
@@ -100,6 +141,7 @@ impl Store {
             Kind::Memory => key.as_str().to_owned(),
             Kind::Redis(backend) => backend.storage_key(key.as_str()),
             Kind::Sqlite(backend) => backend.storage_key(key.as_str()),
+            Kind::Postgres(backend) => backend.storage_key(key.as_str()),
         }
     }
 }

@@ -1,0 +1,194 @@
+//! [`Builder`]: where the database is (a URL or the `PgPool` an application already
+//! has), which table, and the time limits.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idemkit_core::Store;
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::backend::{Inner, PostgresBackend};
+use crate::error::BuildError;
+use crate::runtime::Spawner;
+use crate::schema::{check, migrate};
+use crate::statements::Statements;
+use crate::table::{DEFAULT_TABLE, TableName};
+use crate::wakeups::Wakeups;
+
+/// Builds a [`PostgresBackend`].
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use idemkit_postgres::PostgresBackend;
+///
+/// # async fn demo(pool: sqlx::PgPool) -> Result<(), idemkit_postgres::BuildError> {
+/// let backend = PostgresBackend::builder()
+///     .pool(pool)                 // or .url("postgres://app@db/app")
+///     .table("payments_idempotency")
+///     .migrate(true)              // create or upgrade the table at start
+///     .operation_timeout(Duration::from_secs(2))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    url: Option<String>,
+    pool: Option<PgPool>,
+    table: String,
+    reclaim_grace: Duration,
+    operation_timeout: Duration,
+    max_connections: u32,
+    migrate: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The defaults: table `idemkit_records`, the in-memory backend's reclaim grace
+    /// (60 s), a 5 s operation timeout, 10 connections for a pool made from a URL, and
+    /// no migration at build (the table must exist).
+    pub fn new() -> Builder {
+        Builder {
+            url: None,
+            pool: None,
+            table: DEFAULT_TABLE.to_owned(),
+            reclaim_grace: Store::DEFAULT_RECLAIM_GRACE,
+            operation_timeout: Duration::from_secs(5),
+            max_connections: 10,
+            migrate: false,
+        }
+    }
+
+    /// Connect to the database at `url` (`postgres://user@host:port/db`) with a pool of
+    /// [`max_connections`](Builder::max_connections).
+    #[must_use]
+    pub fn url(mut self, url: &str) -> Builder {
+        self.url = Some(url.to_owned());
+        self
+    }
+
+    /// Run on this pool, the application's own: the backend's statements take its
+    /// connections (one at a time each, briefly). Takes precedence over a URL.
+    #[must_use]
+    pub fn pool(mut self, pool: PgPool) -> Builder {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The table (see [`InvalidTable`](crate::InvalidTable) for the names accepted). Its
+    /// `NOTIFY` channel has the same name.
+    #[must_use]
+    pub fn table(mut self, table: &str) -> Builder {
+        self.table = table.to_owned();
+        self
+    }
+
+    /// How long a claim whose lease lapsed is kept, so the next claim reports it
+    /// reclaimed and a late completion with its token can still land.
+    #[must_use]
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+        self.reclaim_grace = reclaim_grace;
+        self
+    }
+
+    /// The longest one statement may take, waiting for a pool connection included,
+    /// before its operation fails with `Error::Storage`.
+    #[must_use]
+    pub fn operation_timeout(mut self, timeout: Duration) -> Builder {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// The size of the pool made from a URL (not used with [`Builder::pool`]).
+    #[must_use]
+    pub fn max_connections(mut self, max_connections: u32) -> Builder {
+        self.max_connections = max_connections.max(1);
+        self
+    }
+
+    /// Create or upgrade the table at build ([`migrate`](crate::migrate)); otherwise the
+    /// build fails, saying what to run, unless the table is at the current version.
+    #[must_use]
+    pub fn migrate(mut self, migrate: bool) -> Builder {
+        self.migrate = migrate;
+        self
+    }
+
+    /// Connects, checks (or migrates) the schema and starts the `LISTEN` connection, on
+    /// the runtime this is called in (tokio inside a tokio runtime, smol otherwise).
+    pub async fn build(self) -> Result<PostgresBackend, BuildError> {
+        let spawner = Spawner::current()?;
+        self.build_on(spawner).await
+    }
+
+    /// [`Builder::build`] for blocking code: outside a tokio runtime it runs on smol
+    /// (the `smol` feature); inside one, on it (a multi-thread runtime, as blocking calls
+    /// park the calling thread).
+    pub fn build_blocking(self) -> Result<PostgresBackend, BuildError> {
+        let spawner = Spawner::current()?;
+        spawner.clone().block_on(self.build_on(spawner))
+    }
+
+    async fn build_on(self, spawner: Spawner) -> Result<PostgresBackend, BuildError> {
+        let table = TableName::new(&self.table)?;
+        let pool = match (self.pool, &self.url) {
+            (Some(pool), _) => pool,
+            (None, Some(url)) => {
+                let options = PgConnectOptions::from_str(url).map_err(BuildError::BadUrl)?;
+                PgPoolOptions::new()
+                    .max_connections(self.max_connections)
+                    .acquire_timeout(self.operation_timeout)
+                    .connect_lazy_with(options)
+            }
+            (None, None) => return Err(BuildError::NoDatabase),
+        };
+        if self.migrate {
+            migrate(&pool, table.as_str()).await?;
+        } else {
+            check(&pool, &table).await?;
+        }
+        let listener_name = format!("idemkit-listen-{}", token_hex());
+        let listener_options = pool
+            .connect_options()
+            .as_ref()
+            .clone()
+            .application_name(&listener_name);
+        let wakeups = Arc::new(Wakeups::default());
+        wakeups.start(
+            &spawner,
+            listener_options,
+            table.as_str().to_owned(),
+            Duration::from_millis(200),
+        );
+        Ok(PostgresBackend {
+            inner: Arc::new(Inner {
+                statements: Statements::new(&table),
+                pool,
+                table,
+                reclaim_grace: self.reclaim_grace,
+                operation_timeout: self.operation_timeout,
+                wakeups,
+                spawner,
+                listener_name,
+                clock: Default::default(),
+                responses: Default::default(),
+                releases: Default::default(),
+                runs: Default::default(),
+            }),
+        })
+    }
+}
+
+/// Eight random bytes in hex, to tell one backend's listener from another's.
+fn token_hex() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,148 @@
+//! idemkit on PostgreSQL: one idempotency key runs once across every process that shares
+//! the database, the record is as durable as the database, and where the operation's
+//! effect is a write to the same database, effect and record commit in one transaction.
+//!
+//! [`PostgresBackend`] implements the core's async [`Backend`](idemkit_core::Backend)
+//! (tokio and smol) and [`BlockingBackend`](idemkit_core::BlockingBackend) with the
+//! in-memory backend's meaning, judged by the database. It runs on [sqlx] 0.9: hand it
+//! the `PgPool` the application already has, or a URL.
+//!
+//! ```no_run
+//! use std::convert::Infallible;
+//! use idemkit_core::{AsyncIdempotency, Fingerprint, Key, Response};
+//! use idemkit_postgres::PostgresBackend;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let backend = PostgresBackend::builder()
+//!     .url("postgres://app@127.0.0.1:5432/app")
+//!     .migrate(true)
+//!     .build()
+//!     .await?;
+//! let idempotency = AsyncIdempotency::new(backend);
+//! let key = Key::new(["charge", "client-key-7"]);
+//! let outcome = idempotency
+//!     .run(&key, &Fingerprint::new(["4242"]), || async {
+//!         Ok::<_, Infallible>(Response::new(200, "charged"))
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # How it works
+//!
+//! - **One row per key** in one table (default `idemkit_records`; see [`schema_sql`] and
+//!   this crate's `sql/schema.sql`), with a schema version in the table's comment and an
+//!   index on the instant after which a purge may delete the row. [`migrate`] creates or
+//!   upgrades it; at build the backend checks it and says what to run if it is not there.
+//! - **A claim is one statement**: an `INSERT ... ON CONFLICT DO UPDATE` that inserts the
+//!   claim, or takes over a lapsed claim or an expired result, or (changing nothing)
+//!   returns the row that is there, locked, so two replicas can never both win.
+//!   Complete, release and renew are each one statement that acts only for the claim
+//!   token that holds the key (fencing). Every statement reads `clock_timestamp()`, the
+//!   database's clock at that statement: the clients' clocks never decide a lease.
+//! - **Waiters are woken by the database.** Complete, release and a reclaim `NOTIFY` on
+//!   the table's channel with the key. Each backend holds one `LISTEN` connection of its
+//!   own (never one of the pool's, so waiters cannot exhaust the pool) and
+//!   demultiplexes to its waiters by key. A waiter registers before it reads, returns at
+//!   once when the owner's lease has lapsed, re-reads on the core's
+//!   [`PollSchedule`](idemkit_core::PollSchedule) in case a notification was lost, and
+//!   never waits past its timeout. A lost listener reconnects, listens again and makes
+//!   every waiter re-read.
+//! - **An effect and its record in one transaction**: see [`PostgresBackend::begin`].
+//! - **Expiry**: expired results and claims abandoned past the reclaim grace are deleted
+//!   by [`Operator::purge_batch`](idemkit_core::Operator::purge_batch) in bounded batches,
+//!   on demand or in the background ([`PostgresBackend::run_purger`]). Until then every
+//!   operation treats them as absent.
+//! - **Failures are storage errors.** The database down, a lost connection, a statement
+//!   timeout, an exhausted pool, or no answer within the
+//!   [operation timeout](Builder::operation_timeout) are
+//!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`PostgresError`]. The
+//!   pool reconnects by itself; nothing needs a restart.
+//! - **Time on this side.** Each reply carries the database's time; a
+//!   [`Record`](idemkit_core::Record)'s instants are the database's mapped onto this
+//!   machine's monotonic clock relative to that reply, off by at most a round trip.
+//!
+//! # What PostgreSQL cannot promise
+//!
+//! This backend is exactly as durable as the commit it is given.
+//!
+//! - **`synchronous_commit`.** With `off` (for the session, the role, or the server), a
+//!   commit is acknowledged before its WAL is flushed: a server crash in the next few
+//!   hundred milliseconds (three times `wal_writer_delay`) loses claims and results that
+//!   were reported done, and a retry then runs again. Keep it `on` (the default) for the
+//!   idempotency table's writes. `fsync = off` loses more, and can corrupt the cluster.
+//! - **Replicas.** Streaming replication is asynchronous unless
+//!   `synchronous_standby_names` is set: a failover to a standby that had not received the
+//!   last commits loses those claims and results, and their keys run twice. Synchronous
+//!   replication (`synchronous_commit = remote_apply` or `on` with synchronous standbys)
+//!   closes that window at the price of a round trip per commit. Reading from a replica
+//!   is never done here: every statement goes to the primary the pool connects to.
+//! - **Failover.** After a failover, connections to the old primary fail
+//!   (`Error::Storage`) until the pool's address leads to the new one; a claim whose
+//!   acknowledgement was lost may or may not exist, which the executor treats as any
+//!   storage error. A lease is judged by the clock of whichever server answers: a clock
+//!   that differs between old and new primary lengthens or shortens leases by the
+//!   difference.
+//! - **The clock.** `clock_timestamp()` is the server's wall clock: a step (not a slew)
+//!   moves every lease by the step.
+//! - **`NOTIFY` is not durable.** A wake-up lost to a disconnection costs a waiter at
+//!   most a second (its re-read), never a wrong answer.
+//!
+//! # Runtimes
+//!
+//! Features `tokio` and `smol` (both on by default) choose the runtimes; `tls` adds TLS
+//! (rustls). Inside a tokio runtime, connections and timers are tokio's; anywhere else,
+//! smol's (async-io), which also serves blocking code. Build the backend where it will be
+//! used; blocking calls park their thread, so make them from threads, not async tasks.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod backend;
+mod builder;
+mod error;
+mod handoff;
+mod operator;
+mod releases;
+mod responses;
+mod row;
+mod run_transaction;
+mod runtime;
+mod schema;
+mod statements;
+mod table;
+mod time;
+mod traits;
+mod transaction;
+mod wakeups;
+
+pub use backend::PostgresBackend;
+pub use builder::Builder;
+pub use error::{BuildError, PostgresError};
+pub use run_transaction::{RunConnection, RunEffect, RunTransaction};
+#[doc(hidden)]
+pub use schema::schema_sql_at;
+pub use schema::{Migration, SCHEMA_VERSION, migrate, schema_sql};
+pub use table::{DEFAULT_TABLE, InvalidTable};
+pub use transaction::{ClaimedTransaction, Committed, Started};
+
+/// sqlx, as this crate uses it: the types of the transaction API
+/// ([`sqlx::PgConnection`], [`sqlx::PgPool`]) come from here.
+pub use sqlx;
+
+impl PostgresBackend {
+    /// A builder, to set the database and everything else: see [`Builder`].
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A backend on the database at `url` with the defaults (table `idemkit_records`,
+    /// which must exist).
+    pub async fn connect(url: &str) -> Result<PostgresBackend, BuildError> {
+        Builder::new().url(url).build().await
+    }
+
+    /// A backend on the application's pool with the defaults.
+    pub async fn from_pool(pool: sqlx::PgPool) -> Result<PostgresBackend, BuildError> {
+        Builder::new().pool(pool).build().await
+    }
+}

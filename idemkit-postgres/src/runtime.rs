@@ -1,0 +1,143 @@
+//! The async runtime under the backend: where its listener task runs, and time limits
+//! that work wherever a future happens to be polled.
+//!
+//! sqlx drives a connection on tokio when it is opened inside a tokio runtime and on
+//! async-io (smol) otherwise; the backend follows the same rule for its own task.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idemkit_core::{Clock, Sleep, Timer};
+
+use crate::error::BuildError;
+
+/// Where the backend was built, and so where its background work runs.
+#[derive(Clone, Debug)]
+pub(crate) enum Spawner {
+    #[cfg(feature = "tokio")]
+    Tokio(tokio::runtime::Handle),
+    #[cfg(feature = "smol")]
+    Smol,
+}
+
+impl Spawner {
+    /// The runtime of the calling context: tokio inside a tokio runtime, smol otherwise;
+    /// an error when the feature that context needs is off.
+    pub(crate) fn current() -> Result<Spawner, BuildError> {
+        #[cfg(feature = "tokio")]
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            return Ok(Spawner::Tokio(handle));
+        }
+        #[cfg(feature = "smol")]
+        return Ok(Spawner::Smol);
+        #[cfg(not(feature = "smol"))]
+        Err(BuildError::NoRuntime)
+    }
+
+    /// Runs `future` in the background.
+    pub(crate) fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
+        match self {
+            #[cfg(feature = "tokio")]
+            Spawner::Tokio(handle) => drop(handle.spawn(future)),
+            #[cfg(feature = "smol")]
+            Spawner::Smol => smol::spawn(future).detach(),
+        }
+    }
+
+    /// Runs `future` to completion on this thread, in the context of the runtime the
+    /// backend was built in (so that connections sqlx opens meanwhile belong to it).
+    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
+        match self {
+            #[cfg(feature = "tokio")]
+            Spawner::Tokio(handle) => {
+                let _context = handle.enter();
+                futures_lite::future::block_on(future)
+            }
+            #[cfg(feature = "smol")]
+            Spawner::Smol => futures_lite::future::block_on(future),
+        }
+    }
+}
+
+/// Which timer a time limit runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timers {
+    /// tokio's when polled inside a tokio runtime, async-io's otherwise.
+    Auto,
+    /// Always async-io's, whose timers fire from their own thread: for blocking calls.
+    Independent,
+}
+
+fn on_tokio(timers: Timers) -> bool {
+    #[cfg(feature = "tokio")]
+    {
+        timers == Timers::Auto && tokio::runtime::Handle::try_current().is_ok()
+    }
+    #[cfg(not(feature = "tokio"))]
+    {
+        let _ = timers;
+        false
+    }
+}
+
+/// A time limit ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Elapsed;
+
+/// `future`'s output if ready within `limit`, else [`Elapsed`] (and `future` dropped).
+pub(crate) async fn within<F: Future>(
+    timers: Timers,
+    limit: Duration,
+    future: F,
+) -> Result<F::Output, Elapsed> {
+    #[cfg(feature = "tokio")]
+    if on_tokio(timers) {
+        return tokio::time::timeout(limit, future)
+            .await
+            .map_err(|_| Elapsed);
+    }
+    futures_lite::future::or(async { Ok(future.await) }, async {
+        sleep(timers, limit).await;
+        Err(Elapsed)
+    })
+    .await
+}
+
+/// Completes after `duration`.
+pub(crate) async fn sleep(timers: Timers, duration: Duration) {
+    #[cfg(feature = "tokio")]
+    if on_tokio(timers) {
+        tokio::time::sleep(duration).await;
+        return;
+    }
+    let _ = timers;
+    // `Timer::after` panics on an instant it cannot represent: a far one never fires.
+    match Instant::now().checked_add(duration) {
+        Some(at) => {
+            async_io::Timer::at(at).await;
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Real time, on whichever runtime polls the sleep.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RuntimeTimer;
+
+impl Clock for RuntimeTimer {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+impl Timer for RuntimeTimer {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        Box::pin(sleep(Timers::Auto, duration))
+    }
+}
+
+/// The timer every backend hands out.
+pub(crate) fn timer() -> Arc<dyn Timer> {
+    Arc::new(RuntimeTimer)
+}
