@@ -48,6 +48,7 @@
 //! [`Fingerprint`]; `bytes`, the body type the Rust HTTP stack hands around, so bodies
 //! are shared rather than copied; and `http`, only with the `http` feature.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;
@@ -81,3 +82,8 @@ pub use response::Response;
 pub use rt::{Clock, ManualClock, Sleep, SystemClock, ThreadTimer, Timer};
 pub use store::Store;
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

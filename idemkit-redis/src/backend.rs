@@ -17,7 +17,7 @@ use crate::record::{Undecodable, to_record};
 use crate::releases::PendingReleases;
 use crate::reply::{self, ClaimReply, ReadReply, Stored};
 use crate::responses::SharedResponses;
-use crate::runtime::{Elapsed, Spawner, Timers, within};
+use crate::runtime::{Elapsed, Spawner, Timers, sleep, within};
 use crate::scripts::SCRIPTS;
 use crate::server_clock::{ServerClock, ServerNow, micros};
 use crate::token;
@@ -26,6 +26,22 @@ use crate::wakeups::Wakeups;
 /// How many claims one `claim` sends at most: a completed record whose response does not
 /// decode costs a second one, which replaces it (a third covers it changing meanwhile).
 const CLAIM_ATTEMPTS: usize = 3;
+
+/// The statuses a stored response may have: HTTP's three digits. The scripts treat a
+/// stored record with any other as corrupt (absent, reported), like any broken field.
+const STORED_STATUSES: std::ops::RangeInclusive<u16> = 100..=999;
+
+/// The first pause between two tries of a release the backend owes (see
+/// [`Inner::release_later`]); each later pause doubles, up to [`RELEASE_RETRY_MAX`].
+const RELEASE_RETRY_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest pause between two tries of a release the backend owes.
+const RELEASE_RETRY_MAX: Duration = Duration::from_secs(1);
+
+/// How long the backend keeps trying to release the claim of a completion that failed.
+/// The claim's lease is not known there; ten minutes outlasts any lease a service would
+/// set plus the default reclaim grace, after which the key is gone by itself.
+const FAILED_COMPLETION_RELEASE_HORIZON: Duration = Duration::from_secs(600);
 
 /// An idempotency backend on Redis: every process that shares the server (and
 /// namespace) shares the records, so one key runs once across all of them.
@@ -166,8 +182,12 @@ impl Inner {
         report(record, self.on_corrupt.as_ref());
     }
 
+    /// Claims `key`. When the claim fails after it was sent (no reply in time, a lost
+    /// connection, a reply that cannot be read), it may still have landed, holding the key
+    /// for a token only this backend knows: the backend releases that token once the
+    /// server answers again, so the key does not stay in flight for a whole lease.
     pub(crate) async fn claim(
-        &self,
+        self: &Arc<Self>,
         key: &str,
         fingerprint: &str,
         fingerprint_version: u32,
@@ -175,8 +195,58 @@ impl Inner {
         timers: Timers,
     ) -> Result<Claim, Error> {
         self.settled(key, timers).await;
-        let storage_key = self.layout.storage_key(key);
         let token = token::fresh().map_err(Error::storage)?;
+        let claimed = self
+            .claim_with(
+                key,
+                &token,
+                fingerprint,
+                fingerprint_version,
+                lease_ttl,
+                timers,
+            )
+            .await;
+        if claimed.is_err() {
+            self.release_later(key, &token, lease_ttl.saturating_add(self.reclaim_grace));
+        }
+        claimed
+    }
+
+    /// Releases `token`'s claim of `key` in the background, trying again (with growing
+    /// pauses) until the server answers or `horizon` has passed, after which the claim
+    /// is gone by itself. Releasing is fenced, so a token whose claim never landed, or
+    /// whose record was completed after all, changes nothing. Until it is done, this
+    /// backend's later operations on `key` wait for it (at most the command timeout each).
+    fn release_later(self: &Arc<Self>, key: &str, token: &ClaimToken, horizon: Duration) {
+        let pending = self.releases.begin(key);
+        let (inner, key, token) = (self.clone(), key.to_owned(), token.clone());
+        let give_up = Instant::now().checked_add(horizon);
+        self.spawner.spawn(async move {
+            let _pending = pending;
+            let mut pause = RELEASE_RETRY_FIRST;
+            loop {
+                if inner.release(&key, &token, Timers::Auto).await.is_ok() {
+                    return;
+                }
+                if give_up.is_some_and(|at| Instant::now() + pause > at) {
+                    return;
+                }
+                sleep(Timers::Auto, pause).await;
+                pause = (pause * 2).min(RELEASE_RETRY_MAX);
+            }
+        });
+    }
+
+    async fn claim_with(
+        &self,
+        key: &str,
+        token: &ClaimToken,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        timers: Timers,
+    ) -> Result<Claim, Error> {
+        let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
         let mut replacing: Option<ClaimToken> = None;
         for _ in 0..CLAIM_ATTEMPTS {
@@ -206,9 +276,9 @@ impl Inner {
                     }
                     self.replicate("claim", &storage_key, timers).await?;
                     return Ok(if reclaimed {
-                        Claim::Reclaimed(token)
+                        Claim::Reclaimed(token.clone())
                     } else {
-                        Claim::New(token)
+                        Claim::New(token.clone())
                     });
                 }
                 ClaimReply::InFlight(stored) => {
@@ -232,8 +302,12 @@ impl Inner {
         ))
     }
 
+    /// Stores `response` for `token`'s claim of `key`. When that fails, the claim is
+    /// released in the background once the server answers again (see
+    /// [`Inner::release_later`]), so a retry runs again instead of waiting out the lease;
+    /// a completion that landed after all is not undone by it.
     pub(crate) async fn complete(
-        &self,
+        self: &Arc<Self>,
         key: &str,
         token: &ClaimToken,
         response: &Arc<Response>,
@@ -241,6 +315,11 @@ impl Inner {
         timers: Timers,
     ) -> Result<bool, Error> {
         self.settled(key, timers).await;
+        if !STORED_STATUSES.contains(&response.status) {
+            // The scripts read any other status as a corrupt record: refuse it up front.
+            self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
+            return Err(storage("complete", Cause::Unstorable(response.status)));
+        }
         let storage_key = self.layout.storage_key(key);
         let headers = headers::encode(
             response
@@ -254,7 +333,13 @@ impl Inner {
             .arg(response.status)
             .arg(headers)
             .arg(response.body.as_ref());
-        let stored = self.write("complete", &call, &storage_key, timers).await?;
+        let stored = match self.write("complete", &call, &storage_key, timers).await {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
+                return Err(error);
+            }
+        };
         if stored {
             self.responses.remember(&storage_key, token, response);
         }

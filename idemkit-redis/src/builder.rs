@@ -300,6 +300,12 @@ impl Builder {
                 let manager = match manager {
                     Some(manager) => manager,
                     None => {
+                        // One plain attempt first: the manager retries a failed connect
+                        // until the time limit, and would report a refused connection
+                        // or a refused password as no reply in time. This one fails at
+                        // once, in the server's or the system's own words.
+                        let probing = client.get_multiplexed_async_connection();
+                        drop(connected(within(timers, limit, probing).await, limit)?);
                         let config = ConnectionManagerConfig::new()
                             .set_connection_timeout(Some(self.connect_timeout))
                             .set_max_delay(MAX_RECONNECT_DELAY)
@@ -377,6 +383,9 @@ fn connected<T>(
 ) -> Result<T, BuildError> {
     let cause = match result {
         Ok(Ok(value)) => return Ok(value),
+        Ok(Err(error)) if error.kind() == redis::ErrorKind::AuthenticationFailed => {
+            Cause::Unauthorized(error)
+        }
         Ok(Err(error)) => Cause::Redis(error),
         Err(Elapsed) => Cause::TimedOut(limit),
     };

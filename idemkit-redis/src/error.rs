@@ -19,10 +19,18 @@ pub struct RedisError {
 #[derive(Debug)]
 pub(crate) enum Cause {
     Redis(redis::RedisError),
+    /// The server refused the credentials (its `WRONGPASS` reply, which the client
+    /// library reports without the server's words).
+    Unauthorized(redis::RedisError),
     TimedOut(Duration),
     BadReply(String),
-    TooFewReplicas { acknowledged: i64, wanted: u32 },
+    TooFewReplicas {
+        acknowledged: i64,
+        wanted: u32,
+    },
     RuntimeGone,
+    /// A response this backend does not store: a status that is not HTTP's.
+    Unstorable(u16),
 }
 
 impl RedisError {
@@ -63,10 +71,18 @@ impl fmt::Display for RedisError {
         write!(f, "redis {} failed: ", self.operation)?;
         match &self.cause {
             Cause::Redis(error) => write!(f, "{error}"),
+            Cause::Unauthorized(error) => write!(
+                f,
+                "WRONGPASS: the server refused the username or password of the URL ({error})"
+            ),
             Cause::TimedOut(limit) => write!(f, "no reply within {limit:?}"),
             Cause::BadReply(what) => write!(f, "unexpected reply: {what}"),
             Cause::RuntimeGone => f.write_str(
                 "the async runtime the backend was built in has shut down, and its connections with it",
+            ),
+            Cause::Unstorable(status) => write!(
+                f,
+                "status {status} is not an HTTP status (100-999), the only ones stored"
             ),
             Cause::TooFewReplicas {
                 acknowledged,
@@ -82,7 +98,7 @@ impl fmt::Display for RedisError {
 impl std::error::Error for RedisError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.cause {
-            Cause::Redis(error) => Some(error),
+            Cause::Redis(error) | Cause::Unauthorized(error) => Some(error),
             _ => None,
         }
     }

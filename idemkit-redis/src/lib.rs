@@ -52,12 +52,20 @@
 //!   read (another type, another program's data, another format, damage) is treated as no
 //!   record and overwritten by the next claim; it is never replayed and never an error.
 //!   Each one is logged with `tracing` and handed to
-//!   [`Builder::on_corrupt_record`]'s callback ([`CorruptRecord`]).
+//!   [`Builder::on_corrupt_record`]'s callback ([`CorruptRecord`]). Every field counts
+//!   alike: headers that do not decode and a status outside HTTP's 100-999 are both
+//!   corrupt. So `complete` stores only HTTP statuses, and refuses any other with an error.
 //! - **Failures are errors.** A server that is down, a lost connection, or no reply within
 //!   the [command timeout](Builder::command_timeout) is a
 //!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`RedisError`], so the
 //!   executor's `OnStorageError` decides. The connections reconnect by themselves when the
 //!   server is back. An operation reported done was done.
+//! - **A claim nobody knows is given back.** A claim whose reply was lost (a timeout, a
+//!   dropped connection) may still have landed, holding the key for a token only this
+//!   backend ever saw; a completion that failed leaves its claim held. Either way the
+//!   backend releases that token in the background once the server answers again
+//!   (fenced: a completion that landed after all stays), so a retry runs instead of
+//!   meeting a key in flight for a whole lease.
 //! - **Time on this side.** Each reply carries the server's time; the instants of a
 //!   [`Record`](idemkit_core::Record) are the server's mapped onto this machine's
 //!   monotonic clock relative to that reply, so they are off by at most a round trip.
@@ -91,6 +99,7 @@
 //! will be used, and keep that runtime alive while it is. Blocking calls park their
 //! thread: make them from threads, not from inside an async task.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;
@@ -136,3 +145,8 @@ impl RedisBackend {
         Builder::new().url(url).build_blocking()
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

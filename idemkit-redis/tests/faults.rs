@@ -166,9 +166,10 @@ async fn restarted_between_operations() {
 
 /// Runs `pause` (which blocks the server for about three seconds) on a thread, and while
 /// it lasts, claims fresh keys again and again: each claim is a timeout error or a
-/// correct claim, and at least one meets the pause. Afterwards the backend works, and the
-/// claims that timed out may have landed late (the key is then held by a token nobody
-/// knows until its lease lapses: that is what a lost reply means).
+/// correct claim, and at least one meets the pause. Afterwards the backend works, and a
+/// claim that timed out does not hold its key: it may have landed late, under a token
+/// only the backend saw, so the backend gives that token back once the server answers.
+/// The keys are free again well before their lease (a minute) would have lapsed.
 async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
     let Some(server) = server() else { return };
     let server = Arc::new(server);
@@ -182,41 +183,89 @@ async fn paused_past_the_command_timeout(tag: &str, pause: fn(&RedisServer)) {
         let server = server.clone();
         thread::spawn(move || pause(&server))
     };
-    let lease = Duration::from_secs(1);
-    let mut timeouts = 0;
-    let mut keys = Vec::new();
+    let mut timed_out = Vec::new();
+    let mut won = Vec::new();
     // Bounded: the pause ends after a few seconds, and each claim after 300 ms at most.
-    while !pausing.is_finished() && keys.len() < 200 {
-        let key = format!("paused-{}", keys.len());
+    while !pausing.is_finished() && timed_out.len() + won.len() < 200 {
+        let key = format!("paused-{}", timed_out.len() + won.len());
         let claimed =
-            tokio::time::timeout(HANG_GUARD, Backend::claim(&backend, &key, "fp", 1, lease))
+            tokio::time::timeout(HANG_GUARD, Backend::claim(&backend, &key, "fp", 1, LEASE))
                 .await
                 .expect("a claim hung on a paused server");
         match claimed {
-            Err(error) if is_timeout(&error) => timeouts += 1,
+            Err(error) if is_timeout(&error) => timed_out.push(key),
             Err(error) => panic!("a paused server is a timeout, not {error}"),
-            Ok(Claim::New(_)) => {}
+            Ok(Claim::New(token)) => won.push((key, token)),
             Ok(other) => panic!("a fresh key: {other:?}"),
         }
-        keys.push(key);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     pausing.join().unwrap();
     assert!(
-        timeouts > 0,
-        "no claim met the pause ({} tried)",
-        keys.len()
+        !timed_out.is_empty(),
+        "no claim met the pause ({} won)",
+        won.len()
     );
     works_end_to_end(&backend).await;
-    // Whatever the late claims did, each key can be claimed once its lease has lapsed.
-    tokio::time::sleep(lease + Duration::from_millis(200)).await;
-    for key in keys {
-        match Backend::claim(&backend, &key, "fp", 1, LEASE)
-            .await
-            .unwrap()
-        {
-            Claim::New(_) | Claim::Reclaimed(_) => {}
-            other => panic!("{key} after its lease lapsed: {other:?}"),
+    for (key, token) in won {
+        assert!(
+            Backend::release(&backend, &key, &token).await.unwrap(),
+            "{key}: a claim that answered holds its key"
+        );
+    }
+    // Well under the lease: only a release by the backend frees these keys this soon.
+    let deadline = std::time::Instant::now() + LEASE / 4;
+    for key in timed_out {
+        loop {
+            match Backend::claim(&backend, &key, "fp", 1, LEASE).await {
+                Ok(Claim::New(_) | Claim::Reclaimed(_)) => break,
+                Ok(Claim::InFlight(_)) | Err(_) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                other => panic!("{key}: its timed-out claim still holds it: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A completion whose reply never came leaves the claim held; the backend gives it back
+/// once the server answers again, so a retry runs instead of meeting the key in flight
+/// for the whole lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_completion_gives_its_claim_back_once_the_server_answers() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "failed-completion")
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .await
+        .unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    server.pause().unwrap();
+    let completed = Backend::complete(
+        &backend,
+        "k",
+        &token,
+        Arc::new(Response::new(200, "lost")),
+        LEASE,
+    )
+    .await;
+    let resumed = server.resume();
+    let error = completed.expect_err("a frozen server answered");
+    resumed.unwrap();
+    assert!(is_timeout(&error), "{error}");
+    until_working(&backend).await;
+    let deadline = std::time::Instant::now() + LEASE / 4;
+    loop {
+        match Backend::claim(&backend, "k", "fp", 1, LEASE).await {
+            // Run anew (the completion did not land) or replayed (it landed late): both
+            // mean the retry did not wait out the lease.
+            Ok(Claim::New(_) | Claim::Reclaimed(_) | Claim::Completed(_)) => break,
+            Ok(Claim::InFlight(_)) | Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("the failed completion's claim still holds the key: {other:?}"),
         }
     }
 }

@@ -171,7 +171,16 @@ fn racer() {
                 let (name, namespace) = (name.clone(), namespace.clone());
                 tokio::spawn(async move {
                     let mut answers = Vec::new();
-                    for key in (task..KEYS).step_by(TASKS) {
+                    // The racers go through the keys from opposite ends, so that even
+                    // a racer the machine starts late still meets the other mid-way
+                    // and wins some keys.
+                    let keys: Vec<usize> = (task..KEYS).step_by(TASKS).collect();
+                    let keys: Vec<usize> = if name == "left" {
+                        keys
+                    } else {
+                        keys.into_iter().rev().collect()
+                    };
+                    for key in keys {
                         let mut counter = counter.clone();
                         let runs = format!("runs:{namespace}:{key}");
                         let body = name.clone();
@@ -181,8 +190,10 @@ fn racer() {
                                 &Fingerprint::new(["same"]),
                                 || async move {
                                     let _: i64 = counter.incr(runs, 1).await.unwrap();
-                                    // Long enough that the other process often arrives mid-run.
-                                    tokio::time::sleep(Duration::from_millis(5)).await;
+                                    // Long enough that the other process often arrives
+                                    // mid-run, and that one racer alone cannot finish
+                                    // every key before a late one starts.
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
                                     Ok::<_, std::convert::Infallible>(Response::new(200, body))
                                 },
                             )

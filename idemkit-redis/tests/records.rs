@@ -135,6 +135,98 @@ async fn a_result_whose_headers_do_not_decode_is_run_again_not_replayed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_whose_status_is_out_of_range_is_corrupt_like_one_whose_headers_are() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    for (round, status) in ["1000", "99", "0", "65535", "70000", "-1", "2x0"]
+        .into_iter()
+        .enumerate()
+    {
+        let (backend, seen) = reporting(server, "bad-status").await;
+        let key = Key::new(["bad-status", status]);
+        let fingerprint = Fingerprint::new(["request"]);
+        let idempotency = AsyncIdempotency::new(backend.clone());
+        let ran = idempotency
+            .run(&key, &fingerprint, || async {
+                Ok::<_, Infallible>(Response::new(201, "first"))
+            })
+            .await
+            .unwrap();
+        assert_eq!(ran.decision, Decision::New);
+        let () = connection(server)
+            .hset(backend.storage_key(key.as_str()), "st", status)
+            .unwrap();
+
+        assert!(
+            Backend::get(&backend, key.as_str())
+                .await
+                .unwrap()
+                .is_none(),
+            "status {status}: absent to a read, not an error"
+        );
+        let again = idempotency
+            .run(&key, &fingerprint, || async {
+                Ok::<_, Infallible>(Response::new(201, "second"))
+            })
+            .await
+            .unwrap_or_else(|error| panic!("status {status}: an error, not a new run: {error}"));
+        assert_eq!(
+            again.decision,
+            Decision::New,
+            "status {status}, round {round}"
+        );
+        assert_eq!(again.response.body, "second");
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            seen.len(),
+            2,
+            "status {status}: read and claim report it: {seen:?}"
+        );
+        assert!(
+            seen.iter().all(|record| record.reason.contains("status")),
+            "{seen:?}"
+        );
+        assert!(!seen[0].overwritten && seen[1].overwritten);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_that_is_not_http_is_refused_when_stored_and_the_key_given_back() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let backend = builder(&server.url(), "unstorable").build().await.unwrap();
+    for status in [0, 42, 99, 1000, u16::MAX] {
+        let key = format!("unstorable-{status}");
+        let Claim::New(token) = Backend::claim(&backend, &key, "fp", 1, LEASE)
+            .await
+            .unwrap()
+        else {
+            panic!("not new");
+        };
+        let error = Backend::complete(
+            &backend,
+            &key,
+            &token,
+            Arc::new(Response::new(status, "x")),
+            LEASE,
+        )
+        .await
+        .expect_err("stored a status that every read would call corrupt");
+        assert!(error.to_string().contains("HTTP status"), "{error}");
+        // The claim is given back, so a retry runs instead of waiting out the lease.
+        match Backend::claim(&backend, &key, "fp", 1, LEASE)
+            .await
+            .unwrap()
+        {
+            Claim::New(_) => {}
+            other => panic!("status {status}: the key is still held: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_live_at_their_storage_key_and_namespaces_are_apart() {
     let Some(server) = redis_harness::shared() else {
         return;
@@ -379,6 +471,54 @@ async fn bad_settings_and_unreachable_servers_are_build_errors() {
     }
 }
 
+/// A refused connection and a refused password are reported at once and in their own
+/// words, not as "no reply" once the connect timeout has run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_errors_say_why_at_once() {
+    if !redis_harness::available() {
+        return;
+    }
+    let connect_timeout = Duration::from_secs(20);
+    let failing = |url: String| async move {
+        let started = std::time::Instant::now();
+        let built = RedisBackend::builder()
+            .url(&url)
+            .connect_timeout(connect_timeout)
+            .build()
+            .await;
+        let elapsed = started.elapsed();
+        match built {
+            Err(BuildError::Connect(error)) => (error.to_string(), elapsed),
+            other => panic!("{url}: expected a connect error, got {other:?}"),
+        }
+    };
+
+    let gone = RedisServer::start().unwrap();
+    let refused_url = gone.url();
+    drop(gone);
+    let (refused, elapsed) = failing(refused_url).await;
+    assert!(refused.to_lowercase().contains("refused"), "{refused}");
+    assert!(elapsed < connect_timeout / 2, "took {elapsed:?}: {refused}");
+
+    let guarded = RedisServer::start().unwrap();
+    guarded
+        .cli(&["CONFIG", "SET", "requirepass", "right"])
+        .unwrap();
+    let wrong = format!("redis://:wrong@127.0.0.1:{}/", guarded.port());
+    let (wrong_password, elapsed) = failing(wrong).await;
+    assert!(wrong_password.contains("WRONGPASS"), "{wrong_password}");
+    assert!(
+        elapsed < connect_timeout / 2,
+        "took {elapsed:?}: {wrong_password}"
+    );
+    let right = format!("redis://:right@127.0.0.1:{}/", guarded.port());
+    RedisBackend::builder()
+        .url(&right)
+        .build()
+        .await
+        .expect("the right password connects");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_can_wait_for_replicas() {
     if !redis_harness::available() {
@@ -404,10 +544,16 @@ async fn writes_can_wait_for_replicas() {
             .is_under_replicated(),
         "{error}"
     );
-    assert!(
-        Backend::get(&under, "k").await.unwrap().is_some(),
-        "applied all the same"
-    );
+    // It was applied all the same, under a token the caller never learned: the backend
+    // gives that claim back instead of leaving the key in flight for a whole lease.
+    let give_back = std::time::Instant::now() + support::HANG_GUARD;
+    while Backend::get(&under, "k").await.unwrap().is_some() {
+        assert!(
+            std::time::Instant::now() < give_back,
+            "the unreported claim still holds the key"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let port = primary.port().to_string();
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port], false).unwrap();

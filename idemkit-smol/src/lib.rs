@@ -34,6 +34,7 @@
 //! runtime); [`SmolTimer`] puts their sleeps on smol's own reactor instead of a helper
 //! thread.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -64,3 +65,8 @@ impl Timer for SmolTimer {
         })
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

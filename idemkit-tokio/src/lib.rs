@@ -46,6 +46,7 @@
 //! # }
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 use std::time::{Duration, Instant};
@@ -75,3 +76,8 @@ impl Timer for TokioTimer {
         Box::pin(tokio::time::sleep(duration))
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

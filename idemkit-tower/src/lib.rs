@@ -158,6 +158,7 @@
 //!   (`1` and `1.0` differ).
 //! - Trailers of a stored response are delivered to the first client, not replayed.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod answer;
@@ -196,3 +197,8 @@ pub use response_body::ResponseBody;
 pub use run_hook::{RunGuard, RunHook};
 pub use service::IdempotencyService;
 pub use stored_headers::StoredHeaders;
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -12,6 +12,7 @@ mod support;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis_harness::RedisServer;
+use support::client::{Call, send};
 use support::scenarios::{self, Target};
 
 /// Not a test: the entry point of the server child processes (see `support::server`).
@@ -135,4 +136,81 @@ async fn body_size_exceeded_bypass() {
 async fn abandoned_request_frees_its_key() {
     let Some(target) = redis() else { return };
     scenarios::abandoned_request_frees_its_key(&target).await;
+}
+
+/// A stored record whose status is out of range is corrupt like any other broken field:
+/// the retry runs anew (and the corruption is reported), instead of answering 503 on
+/// every retry for the record's whole life.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_status_out_of_range_runs_anew_instead_of_503() {
+    let Some(target) = redis() else { return };
+    let Some(redis) = redis_harness::shared() else {
+        return;
+    };
+    let server = target.start(&[]);
+    let call = || Call::post("/resources").key("K-status").body("{}");
+    let first = send(server.address, call()).await.unwrap();
+    assert_eq!(first.status, 201);
+    let storage_key = send(
+        server.address,
+        Call::get("/_storage_key?method=POST&path=%2Fresources").key("K-status"),
+    )
+    .await
+    .unwrap();
+    let storage_key = String::from_utf8(storage_key.body.to_vec()).unwrap();
+    redis
+        .cli(&["HSET", storage_key.trim(), "st", "1000"])
+        .expect("redis-cli HSET");
+
+    for _ in 0..2 {
+        let retry = send(server.address, call()).await.unwrap();
+        assert_eq!(retry.status, 201, "run anew, not {}", retry.status);
+    }
+    assert_eq!(
+        server.handler_calls().await,
+        2,
+        "ran again once, then replayed"
+    );
+}
+
+/// A claim whose reply timed out (the server frozen mid-request) answers 503 with
+/// `Retry-After`, and the key is free again soon after the server answers: the retry the
+/// 503 asked for runs, instead of meeting the lost claim in flight for a whole lease.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_whose_reply_timed_out_does_not_hold_the_key() {
+    if !redis_harness::available() {
+        return;
+    }
+    let redis = RedisServer::start().expect("a private redis-server");
+    let server = support::server::ServerProcess::start(&[
+        "--backend",
+        &redis.url(),
+        "--lease-ttl-ms",
+        "60000",
+        "--wait-timeout-ms",
+        "500",
+    ]);
+    let call = || Call::post("/resources").key("K-lost-claim").body("{}");
+    redis.pause().unwrap();
+    let during = send(server.address, call()).await;
+    redis.resume().unwrap();
+    let during = during.unwrap();
+    assert_eq!(during.status, 503, "a frozen store is a storage error");
+    assert!(during.header("retry-after").is_some());
+
+    // Well within the 60 s lease; a few retries, as a client following Retry-After would.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let retry = send(server.address, call()).await.unwrap();
+        if retry.status == 201 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the lost claim still holds the key: {}",
+            retry.status
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(server.handler_calls().await, 1);
 }

@@ -14,6 +14,7 @@
 //! idemkit_conformance::conformance_tests!(my_crate::MyTarget; manual_time, exact_capacity);
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod backend;

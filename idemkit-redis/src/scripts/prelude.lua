@@ -76,9 +76,14 @@ local function load()
     return nil, 'malformed instants'
   end
   if state == 'completed' then
-    if not uint(f[9], MAX_TIME) or not uint(f[10], 65535)
-        or type(f[11]) ~= 'string' or type(f[12]) ~= 'string' then
+    if not uint(f[9], MAX_TIME) or type(f[11]) ~= 'string' or type(f[12]) ~= 'string' then
       return nil, 'a malformed response'
+    end
+    -- An HTTP status has three digits: anything else could never be answered, so the
+    -- record is corrupt like any other broken field, not an error on every retry.
+    local status = uint(f[10], 999)
+    if not status or status < 100 then
+      return nil, 'a status out of range'
     end
   end
   return {state = state, token = f[3], lease_until = lease_until, gone_at = gone_at, fields = f}, nil
