@@ -112,6 +112,41 @@ fn migrate_creates_the_table_then_finds_it_current_and_others_need_it() {
     assert_eq!(bad.code, 2, "{bad:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_upgrades_a_table_an_older_release_left_and_says_so() {
+    let Some(url) = pg_harness::machine() else {
+        return;
+    };
+    let table = Table::new(&url, "cli_upgrade");
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let older = idemkit_postgres::schema_sql_at(&table.name, 1);
+    sqlx::raw_sql(sqlx::AssertSqlSafe(older))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let name = table.name.clone();
+    let url_ = url.clone();
+    let (stats, upgraded, again) = tokio::task::spawn_blocking(move || {
+        (
+            idemkit(&["stats", &url_, "--table", &name]),
+            idemkit(&["migrate", &url_, "--table", &name, "--json"]),
+            idemkit(&["migrate", &url_, "--table", &name, "--json"]),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(stats.code, 4, "an older table is not ready: {stats:?}");
+    assert!(stats.stderr.contains("idemkit migrate"), "{}", stats.stderr);
+    assert_eq!(upgraded.code, 0, "{upgraded:?}");
+    let done = upgraded.json();
+    assert_eq!(done["action"], "upgraded", "{done}");
+    assert_eq!(done["from_version"], 1);
+    assert_eq!(done["version"], idemkit_postgres::SCHEMA_VERSION);
+    assert_eq!(again.json()["action"], "current");
+}
+
 #[test]
 fn an_unreachable_or_stopped_server_is_exit_3() {
     let url = format!("postgres://postgres@127.0.0.1:{}/test", closed_port());
