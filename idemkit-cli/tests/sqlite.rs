@@ -299,4 +299,16 @@ fn check_passes_in_tables_of_its_own_and_drops_them() {
         before,
         "the check dropped every table it made"
     );
+
+    // On a path with no file yet, the check makes one and removes it after.
+    let fresh = dir.path().join("fresh.db");
+    let run = idemkit(&["check", &url(&fresh), "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["left_behind"], 0);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("fresh.db"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

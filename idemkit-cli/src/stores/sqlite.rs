@@ -108,6 +108,8 @@ impl Store for SqliteStore {
     fn check(place: &Place, on_report: &mut dyn FnMut(&Report)) -> Result<Checked, Failure> {
         let path = path_of(place);
         let prefix = check_table_prefix();
+        // A file the check had to create is removed after it, with its journal files.
+        let existed = path.exists();
         // The vectors' tables are made in the deployment's file, beside its table (which
         // is never touched): a file that cannot hold them fails here, clearly.
         SqliteBackend::builder(&path)
@@ -122,7 +124,17 @@ impl Store for SqliteStore {
         let suite = Suite::core::<SqliteCheck>().async_waits::<SqliteCheck>();
         let reports = suite.run(on_report);
         *lock() = None;
-        let left_behind = clean_up(place, &path, &prefix)?;
+        let mut left_behind = clean_up(place, &path, &prefix)?;
+        if !existed && left_behind == 0 {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut file = path.clone().into_os_string();
+                file.push(suffix);
+                let file = PathBuf::from(file);
+                if file.exists() && std::fs::remove_file(&file).is_err() {
+                    left_behind += 1;
+                }
+            }
+        }
         Ok(Checked {
             reports,
             ran_in: format!("tables {prefix}_* of {}", path.display()),
