@@ -71,7 +71,7 @@ pub use claim::Claim;
 pub use error::{Error, StorageSource};
 pub use exec::{
     AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,
-    Policy, RunError,
+    Policy, RunError, Unstored,
 };
 #[cfg(feature = "http")]
 pub use http::InvalidHttpResponse;

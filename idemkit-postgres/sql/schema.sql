@@ -8,6 +8,7 @@ CREATE TABLE idemkit_records (
     fingerprint_version bigint      NOT NULL,
     completed           boolean     NOT NULL DEFAULT false,
     reclaimed           boolean     NOT NULL DEFAULT false,
+    waiters             boolean     NOT NULL DEFAULT false,
     claimed_at          timestamptz NOT NULL,
     lease_until         timestamptz NOT NULL,
     purge_after         timestamptz NOT NULL,

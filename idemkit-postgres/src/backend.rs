@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) responses: SharedResponses,
     pub(crate) releases: Arc<PendingReleases>,
     pub(crate) runs: RunRegistry,
+    /// Reads of a record so far (for tests of the wake-ups).
+    pub(crate) reads: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Inner {
@@ -207,14 +209,14 @@ impl Inner {
             .bind(names)
             .bind(values)
             .bind(body);
-        let stored = self
+        // Remembered before the statement: a waiter woken by its notification may read
+        // the row before this call gets the reply. Harmless if it fails: only an equal
+        // response stored by this very claim is ever shared.
+        self.responses.remember(key, token, response);
+        Ok(self
             .fetch_optional("complete", on, query, timers)
             .await?
-            .is_some();
-        if stored {
-            self.responses.remember(key, token, response);
-        }
-        Ok(stored)
+            .is_some())
     }
 
     pub(crate) async fn release(
@@ -253,6 +255,8 @@ impl Inner {
 
     /// The row of `key` as stored, gone or not.
     async fn read(&self, key: &str, timers: Timers) -> Result<Option<Stored>, Error> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let query = sqlx::query(AssertSqlSafe(self.statements.read.clone())).bind(key);
         let sent = Instant::now();
         let row = self.fetch_optional("read", On::Pool, query, timers).await?;
@@ -296,6 +300,12 @@ impl Inner {
     ) -> Result<Option<Record>, Error> {
         let deadline = Instant::now().checked_add(timeout);
         let registration = self.wakeups.register(key);
+        // Marked as waited on (committed) before the first read: a completion that
+        // commits after the read sees the mark and notifies; one before, the read sees.
+        check_text("wait", key)?;
+        let watch = sqlx::query(AssertSqlSafe(self.statements.watch.clone())).bind(key);
+        self.timed("wait", timers, watch.execute(&self.pool))
+            .await?;
         let mut polls = PollSchedule::new();
         loop {
             let woken = registration.listen();
@@ -378,6 +388,13 @@ impl PostgresBackend {
     /// How many keys this process is waiting on right now.
     pub fn watched_keys(&self) -> usize {
         self.inner.wakeups.watched()
+    }
+
+    /// How many record reads this backend has made (waits re-read on each wake-up): for
+    /// tests of the wake-ups.
+    #[doc(hidden)]
+    pub fn reads(&self) -> u64 {
+        self.inner.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the backend's `LISTEN` connection is up and listening right now.

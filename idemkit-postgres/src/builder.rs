@@ -106,7 +106,10 @@ impl Builder {
         self
     }
 
-    /// The size of the pool made from a URL (not used with [`Builder::pool`]).
+    /// The size of the pool made from a URL (not used with [`Builder::pool`]). That pool
+    /// does not ping a connection before each use: one that broke while idle fails one
+    /// operation with `Error::Storage` and is replaced. (A pool of your own keeps its
+    /// own settings; sqlx's default pings, a round trip per statement.)
     #[must_use]
     pub fn max_connections(mut self, max_connections: u32) -> Builder {
         self.max_connections = max_connections.max(1);
@@ -145,6 +148,10 @@ impl Builder {
                 PgPoolOptions::new()
                     .max_connections(self.max_connections)
                     .acquire_timeout(self.operation_timeout)
+                    // No ping before each statement (a round trip each): a connection
+                    // that broke while idle fails one operation, with a storage error,
+                    // and is replaced.
+                    .test_before_acquire(false)
                     .connect_lazy_with(options)
             }
             (None, None) => return Err(BuildError::NoDatabase),
@@ -181,6 +188,7 @@ impl Builder {
                 responses: Default::default(),
                 releases: Default::default(),
                 runs: Default::default(),
+                reads: Default::default(),
             }),
         })
     }

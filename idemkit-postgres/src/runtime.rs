@@ -12,6 +12,9 @@ use idemkit_core::{Clock, Sleep, Timer};
 
 use crate::error::BuildError;
 
+#[cfg(not(any(feature = "tokio", feature = "smol")))]
+compile_error!("idemkit-postgres needs a runtime: enable its `tokio` or `smol` feature (or both)");
+
 /// Where the backend was built, and so where its background work runs.
 #[derive(Clone, Debug)]
 pub(crate) enum Spawner {
@@ -69,16 +72,9 @@ pub(crate) enum Timers {
     Independent,
 }
 
+#[cfg(feature = "tokio")]
 fn on_tokio(timers: Timers) -> bool {
-    #[cfg(feature = "tokio")]
-    {
-        timers == Timers::Auto && tokio::runtime::Handle::try_current().is_ok()
-    }
-    #[cfg(not(feature = "tokio"))]
-    {
-        let _ = timers;
-        false
-    }
+    timers == Timers::Auto && tokio::runtime::Handle::try_current().is_ok()
 }
 
 /// A time limit ran out.

@@ -39,6 +39,7 @@ fn step(table: &str, version: u32) -> String {
             \x20   fingerprint_version bigint      NOT NULL,\n\
             \x20   completed           boolean     NOT NULL DEFAULT false,\n\
             \x20   reclaimed           boolean     NOT NULL DEFAULT false,\n\
+            \x20   waiters             boolean     NOT NULL DEFAULT false,\n\
             \x20   claimed_at          timestamptz NOT NULL,\n\
             \x20   lease_until         timestamptz NOT NULL,\n\
             \x20   purge_after         timestamptz NOT NULL,\n\

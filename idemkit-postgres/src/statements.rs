@@ -47,6 +47,10 @@ pub(crate) struct Statements {
     pub(crate) renew: Arc<str>,
     /// $1 key.
     pub(crate) read: Arc<str>,
+    /// $1 key: marks a claim as waited on, so its completion, release or reclaim
+    /// notifies. Unmarked rows notify nobody: `NOTIFY` serialises commits across the
+    /// whole server, so a completion nobody waits for must not pay for it.
+    pub(crate) watch: Arc<str>,
     /// $1 limit.
     pub(crate) purge: Arc<str>,
     pub(crate) stats: Arc<str>,
@@ -84,6 +88,12 @@ impl Statements {
             "reclaimed = CASE WHEN {winnable} THEN (NOT r.completed AND r.purge_after >= \
              EXCLUDED.claimed_at) ELSE r.reclaimed END"
         ));
+        // Waiters of a reclaimed claim keep waiting (for its successor's result), so
+        // they stay flagged; a fresh claim of a gone row has none.
+        sets.push(format!(
+            "waiters = CASE WHEN {winnable} THEN (r.waiters AND NOT r.completed AND \
+             r.purge_after >= EXCLUDED.claimed_at) ELSE r.waiters END"
+        ));
         // One statement: insert, or take the row over, or (a no-op update, which locks
         // the row and so sees its latest version) return what is there.
         let claim = format!(
@@ -94,7 +104,7 @@ impl Statements {
                t + ($5 + $6) * interval '1 microsecond' FROM now \
              ON CONFLICT (key) DO UPDATE SET {sets} \
              RETURNING {columns}, (SELECT {now} FROM now) AS now, \
-               CASE WHEN r.token = $2 AND r.reclaimed THEN {notify} END AS notified",
+               CASE WHEN r.token = $2 AND r.reclaimed AND r.waiters THEN {notify} END AS notified",
             sets = sets.join(", "),
             columns = record_columns(),
             now = us("t"),
@@ -108,14 +118,14 @@ impl Statements {
                status = $4, header_names = $5, header_values = $6, body = $7 \
              FROM now \
              WHERE r.key = $1 AND r.token = $2 AND NOT r.completed AND r.purge_after >= now.t \
-             RETURNING {notify}",
+             RETURNING CASE WHEN r.waiters THEN {notify} END",
             notify = notify(table, "$1"),
         );
         let release = format!(
             "DELETE FROM {table} AS r \
              WHERE r.key = $1 AND r.token = $2 AND NOT r.completed \
                AND r.purge_after >= clock_timestamp() \
-             RETURNING {notify}",
+             RETURNING CASE WHEN r.waiters THEN {notify} END",
             notify = notify(table, "$1"),
         );
         let renew = format!(
@@ -131,6 +141,9 @@ impl Statements {
              SELECT {columns}, (SELECT {now} FROM now) AS now FROM {table} AS r WHERE r.key = $1",
             columns = record_columns(),
             now = us("t"),
+        );
+        let watch = format!(
+            "UPDATE {table} SET waiters = true WHERE key = $1 AND NOT completed AND NOT waiters"
         );
         // Bounded: at most $1 rows, oldest first, skipping rows a claim is changing.
         let purge = format!(
@@ -165,6 +178,7 @@ impl Statements {
             release: release.into(),
             renew: renew.into(),
             read: read.into(),
+            watch: watch.into(),
             purge: purge.into(),
             stats: stats.into(),
         }

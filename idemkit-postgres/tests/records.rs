@@ -492,3 +492,161 @@ async fn errors_carry_a_postgres_error_source() {
     };
     assert!(source.downcast_ref::<PostgresError>().is_some());
 }
+
+/// `NOTIFY` serialises commits across the whole server, so a completion nobody waits for
+/// sends none; one with a waiter (in any process) does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_waited_on_key_is_notified() {
+    let Some((scratch, backend)) = backend("notify").await else {
+        return;
+    };
+    let mut listener = sqlx::postgres::PgListener::connect(&scratch.url)
+        .await
+        .unwrap();
+    listener.listen(&scratch.table).await.unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "quiet", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    assert!(
+        Backend::complete(
+            &backend,
+            "quiet",
+            &token,
+            Arc::new(Response::new(200, "q")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    let Claim::New(token) = Backend::claim(&backend, "waited", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move { Backend::wait_for_completion(&backend, "waited", LONG).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while psql(
+        &scratch.url,
+        &format!("SELECT waiters FROM {} WHERE key = 'waited'", scratch.table),
+    ) != "t"
+    {
+        assert!(Instant::now() < deadline, "the waiter never marked the key");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        Backend::complete(
+            &backend,
+            "waited",
+            &token,
+            Arc::new(Response::new(200, "w")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    assert!(waiter.await.unwrap().unwrap().is_some());
+    // The first notification on the channel is the waited-on key's: "quiet" sent none.
+    let first = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+        .await
+        .expect("a notification")
+        .unwrap();
+    assert_eq!(first.payload(), "waited");
+    let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
+    assert!(more.is_err(), "an extra notification: {more:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_backend_closes_its_listen_connection() {
+    let Some((scratch, backend)) = backend("drop").await else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !backend.listening() {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(listeners(&scratch, &backend), "1");
+    let name = backend.listener_application_name().to_owned();
+    drop(backend);
+    let sql = format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'");
+    while psql(&scratch.url, &sql) != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the LISTEN connection was left open"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A waiter re-reads on each notification of its key, and only of its key: five
+/// notifications 100 ms apart make five reads in half a second, where its polls (a
+/// second apart by then) make at most one; five of another key make none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_demultiplexed_to_the_keys_waiters() {
+    let Some((scratch, backend)) = backend("demux").await else {
+        return;
+    };
+    let Claim::New(token) = Backend::claim(&backend, "mine", "fp", 1, LONG)
+        .await
+        .unwrap()
+    else {
+        panic!();
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move { Backend::wait_for_completion(&backend, "mine", LONG).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !backend.listening() || backend.watched_keys() == 0 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past the poll back-off: re-reads come a second apart now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let notify = |key: &str| {
+        psql(
+            &scratch.url,
+            &format!("SELECT pg_notify('{}', '{key}')", scratch.table),
+        )
+    };
+    let before = backend.reads();
+    for _ in 0..5 {
+        notify("someone-else");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let others = backend.reads() - before;
+    assert!(
+        others <= 1,
+        "{others} re-reads for another key's notifications"
+    );
+    let before = backend.reads();
+    for _ in 0..5 {
+        notify("mine");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mine = backend.reads() - before;
+    assert!(
+        mine >= 4,
+        "only {mine} re-reads for five notifications of the key"
+    );
+    assert!(
+        Backend::complete(
+            &backend,
+            "mine",
+            &token,
+            Arc::new(Response::new(200, "x")),
+            LONG
+        )
+        .await
+        .unwrap()
+    );
+    assert!(waiter.await.unwrap().unwrap().is_some());
+}

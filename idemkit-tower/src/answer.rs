@@ -1,6 +1,6 @@
 //! The response to each outcome of a protected request, and the event that reports it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
@@ -85,11 +85,14 @@ impl<'a> Answer<'a> {
     }
 
     /// The response to the executor's outcome; `delivered` is the handler's response if
-    /// it ran for this request.
+    /// it ran for this request; `in_flight` is, for a payload mismatch in the Stripe
+    /// dialect, what is left of the lease of the other request holding the key if it is
+    /// still running.
     pub(crate) fn finish<B: Body, E>(
         self,
         result: Result<Outcome, RunError<NotStored<B, E>>>,
         delivered: Option<Delivered>,
+        in_flight: Option<Duration>,
     ) -> Result<Response<ResponseBody<B>>, E> {
         let compat = self.config.compat;
         let retry_later = self.config.storage_retry_after;
@@ -104,7 +107,7 @@ impl<'a> Answer<'a> {
                             Decision::RanUnprotected => EventKind::RanUnprotected,
                             _ => EventKind::New,
                         };
-                        self.deliver(delivered, kind)
+                        self.deliver(delivered, outcome.unstored.map(Into::into), kind)
                     }
                     None => {
                         let kind = match outcome.decision {
@@ -114,6 +117,20 @@ impl<'a> Answer<'a> {
                         self.replay(&outcome.response, kind)
                     }
                 });
+            }
+            Err(RunError::PayloadMismatch) if in_flight.is_some() => {
+                let retry_after = in_flight.unwrap_or_default();
+                (
+                    Problem::new(
+                        ProblemType::InProgress,
+                        compat,
+                        "Another request with this idempotency key is still being processed. \
+                         Retry after the Retry-After delay; if your request differs from that \
+                         one, it will then be refused.",
+                    )
+                    .retry_after(retry_after),
+                    EventKind::Conflict,
+                )
             }
             Err(RunError::PayloadMismatch) => (
                 Problem::new(
@@ -144,7 +161,11 @@ impl<'a> Answer<'a> {
                 if let Some(delivered) = delivered {
                     // The handler ran but its response could not be stored: it happened,
                     // so its client gets it rather than a 503 that invites a second run.
-                    return Ok(self.deliver(delivered, EventKind::StorageError));
+                    return Ok(self.deliver(
+                        delivered,
+                        Some(ReplayUnavailable::StorageError),
+                        EventKind::StorageError,
+                    ));
                 }
                 (
                     Problem::new(
@@ -206,15 +227,25 @@ impl<'a> Answer<'a> {
         Ok(self.refuse(problem, kind))
     }
 
-    /// The handler's response, read whole, for the client whose request ran it.
-    fn deliver<B: Body>(self, delivered: Delivered, kind: EventKind) -> Response<ResponseBody<B>> {
+    /// The handler's response, read whole, for the client whose request ran it; marked
+    /// with why it was not stored, if it was to be and was not.
+    fn deliver<B: Body>(
+        self,
+        delivered: Delivered,
+        unstored: Option<ReplayUnavailable>,
+        kind: EventKind,
+    ) -> Response<ResponseBody<B>> {
         let Delivered {
             parts,
             body,
             trailers,
         } = delivered;
-        self.emit(kind, Some(parts.status));
-        Response::from_parts(parts, ResponseBody::whole_with_trailers(body, trailers))
+        self.pass_on(
+            parts,
+            ResponseBody::whole_with_trailers(body, trailers),
+            unstored,
+            kind,
+        )
     }
 
     /// A response that was not stored, passed on, with the reason if there is one.

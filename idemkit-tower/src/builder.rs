@@ -236,7 +236,7 @@ impl<B: Backend> Builder<B> {
     }
 
     /// Work done around each protected run: with the `postgres` feature,
-    /// [`PostgresTransactions`](crate::PostgresTransactions) hands the handler the
+    /// `PostgresTransactions` hands the handler the
     /// request's transaction and commits it with the stored response.
     pub fn run_hook(mut self, hook: impl RunHook) -> Builder<B> {
         self.run_hook = Some(Arc::new(hook));

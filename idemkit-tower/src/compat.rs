@@ -18,12 +18,18 @@ pub const IDEMPOTENCY_REPLAY_UNAVAILABLE: HeaderName =
 ///
 /// | | default | Stripe |
 /// |---|---|---|
-/// | same key, another payload | 422 | 409 |
+/// | same key, another payload | 422, Problem Details | 400, Stripe's error object |
 /// | same key, still running after the wait | 423 | 409 |
 /// | replay marker | `Idempotency-Replayed: true` | `Idempotent-Replayed: true` |
 ///
-/// Both dialects put the same `urn:idemkit:...` type URI in the Problem Details body,
-/// so a client can tell the two 409s apart by their `type`.
+/// In the Stripe dialect a key reused with other parameters is answered as Stripe's API
+/// answers it: 400 with `{"error": {"type": "idempotency_error", "message": ..., "code":
+/// "urn:idemkit:payload-mismatch"}}` (`application/json`), which Stripe's clients raise
+/// at once as their idempotency error instead of retrying. A request that met its key
+/// in flight gets 409 (`urn:idemkit:in-progress`, with `Retry-After`), which they
+/// rightly retry; like Stripe's API, this dialect answers so whatever the parameters of
+/// the request in flight, and compares them once it is done. Every other refusal is
+/// Problem Details in both dialects, with the same `urn:idemkit:...` type URI.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Compat {
@@ -43,11 +49,12 @@ impl Compat {
         }
     }
 
-    /// The status of a payload mismatch: 422, or 409 for Stripe.
+    /// The status of a payload mismatch: 422, or 400 for Stripe (as Stripe's API
+    /// answers it).
     pub fn payload_mismatch_status(self) -> StatusCode {
         match self {
             Compat::Default => StatusCode::UNPROCESSABLE_ENTITY,
-            Compat::Stripe => StatusCode::CONFLICT,
+            Compat::Stripe => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -70,14 +77,33 @@ pub enum ReplayUnavailable {
     SizeExceeded,
     /// The response is an event stream, delivered as it is produced.
     Streaming,
+    /// The idempotency store failed when the response was to be stored (or could not
+    /// be claimed, when failing open): the handler ran, and a retry may run it again.
+    StorageError,
+    /// The request's lease lapsed while its handler ran and another request took the key
+    /// over: this response was delivered but fenced out, and a retry gets the other
+    /// request's stored response.
+    FencedOut,
 }
 
 impl ReplayUnavailable {
-    /// The header value: `size-exceeded` or `streaming`.
+    /// The header value: `size-exceeded`, `streaming`, `storage-error` or `fenced-out`.
     pub fn as_str(self) -> &'static str {
         match self {
             ReplayUnavailable::SizeExceeded => "size-exceeded",
             ReplayUnavailable::Streaming => "streaming",
+            ReplayUnavailable::StorageError => "storage-error",
+            ReplayUnavailable::FencedOut => "fenced-out",
+        }
+    }
+}
+
+impl From<idemkit_core::Unstored> for ReplayUnavailable {
+    fn from(unstored: idemkit_core::Unstored) -> ReplayUnavailable {
+        match unstored {
+            idemkit_core::Unstored::FencedOut => ReplayUnavailable::FencedOut,
+            // A reason the core adds later is, at worst, a store that did not keep it.
+            _ => ReplayUnavailable::StorageError,
         }
     }
 }
@@ -87,12 +113,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_stripe_dialect_answers_409_and_spells_the_marker_its_way() {
+    fn the_stripe_dialect_answers_400_and_409_and_spells_the_marker_its_way() {
         assert_eq!(Compat::default(), Compat::Default);
         assert_eq!(Compat::Default.payload_mismatch_status(), 422);
         assert_eq!(Compat::Default.in_progress_status(), 423);
         assert_eq!(Compat::Default.replay_header(), "idempotency-replayed");
-        assert_eq!(Compat::Stripe.payload_mismatch_status(), 409);
+        assert_eq!(Compat::Stripe.payload_mismatch_status(), 400);
         assert_eq!(Compat::Stripe.in_progress_status(), 409);
         assert_eq!(Compat::Stripe.replay_header(), "idempotent-replayed");
     }
@@ -101,6 +127,16 @@ mod tests {
     fn bypass_reasons_have_their_wire_names() {
         assert_eq!(ReplayUnavailable::SizeExceeded.as_str(), "size-exceeded");
         assert_eq!(ReplayUnavailable::Streaming.as_str(), "streaming");
+        assert_eq!(ReplayUnavailable::StorageError.as_str(), "storage-error");
+        assert_eq!(ReplayUnavailable::FencedOut.as_str(), "fenced-out");
+        assert_eq!(
+            ReplayUnavailable::from(idemkit_core::Unstored::FencedOut),
+            ReplayUnavailable::FencedOut
+        );
+        assert_eq!(
+            ReplayUnavailable::from(idemkit_core::Unstored::StorageError),
+            ReplayUnavailable::StorageError
+        );
         assert_eq!(
             IDEMPOTENCY_REPLAY_UNAVAILABLE,
             "idempotency-replay-unavailable"

@@ -5,17 +5,26 @@
 use idemkit_core::Key;
 
 use crate::canonical::Target;
+use crate::fingerprint::FINGERPRINT_VERSION;
 use crate::key_header::IdempotencyKey;
 
 /// The length-prefixed SHA-256 of the client's key, the caller's scope, the method
-/// (uppercase) and the canonical path, in that order. The length prefixes keep any two
-/// different tuples apart, whatever bytes the key or the scope hold.
+/// (uppercase), the canonical path and the fingerprint version (4 bytes, big-endian), in
+/// that order. The length prefixes keep any two different tuples apart, whatever bytes
+/// the key or the scope hold.
+///
+/// The version is part of the name so that a request fingerprinted one way never meets a
+/// record fingerprinted another way: the executor would refuse it as another request
+/// (it cannot compare the two), though it may be a retry of the very same one. After an
+/// upgrade that changes the version, a retry of a request first run before the upgrade
+/// finds no record and runs again; the old record expires on its own.
 pub(crate) fn effective_key(key: &IdempotencyKey, scope: &str, target: &Target<'_>) -> Key {
     Key::new([
         key.as_bytes(),
         scope.as_bytes(),
         target.method.as_bytes(),
         target.path.as_bytes(),
+        &FINGERPRINT_VERSION.to_be_bytes(),
     ])
 }
 
@@ -34,8 +43,19 @@ mod tests {
     }
 
     #[test]
-    fn it_is_the_length_prefixed_hash_of_key_scope_method_and_path() {
+    fn it_is_the_length_prefixed_hash_of_key_scope_method_path_and_version() {
         assert_eq!(
+            effective_key(&key("K1"), "tenant-a", &Method::POST, "/resources/"),
+            Key::new([
+                &b"K1"[..],
+                b"tenant-a",
+                b"POST",
+                b"/resources",
+                &FINGERPRINT_VERSION.to_be_bytes()
+            ])
+        );
+        // Records of the first fingerprint version are under other names.
+        assert_ne!(
             effective_key(&key("K1"), "tenant-a", &Method::POST, "/resources/"),
             Key::new(["K1", "tenant-a", "POST", "/resources"])
         );

@@ -36,16 +36,21 @@ pub enum EventKind {
     /// `Idempotency-Replay-Unavailable: streaming`, never stored, the key released.
     Streaming,
     /// The handler ran, but its lease had lapsed and another request had taken the key
-    /// over: this response was delivered, the other request's result is the one kept.
+    /// over: this response was delivered (marked `Idempotency-Replay-Unavailable:
+    /// fenced-out`), the other request's result is the one kept.
     LeaseReclaimedLoss,
-    /// The store failed and the layer fails open: the handler ran without protection.
+    /// The store failed and the layer fails open: the handler ran without protection
+    /// (its response marked `Idempotency-Replay-Unavailable: storage-error`).
     RanUnprotected,
     /// A request with the key was still running when the wait ran out: 423 (409 in the
-    /// Stripe dialect).
+    /// Stripe dialect, which also answers so a request with other parameters that met
+    /// the key in flight).
     Conflict,
-    /// The key was used before with another request: 422 (409 in the Stripe dialect).
+    /// The key was used before with another request: 422 (400 in the Stripe dialect).
     PayloadMismatch,
-    /// The store failed and the layer fails closed: 503.
+    /// The store failed and the layer fails closed: 503; or it failed to store the
+    /// response of a handler that ran, which is delivered marked
+    /// `Idempotency-Replay-Unavailable: storage-error`.
     StorageError,
     /// The handler failed (the inner service returned an error, or its response body
     /// broke off): the key was released.

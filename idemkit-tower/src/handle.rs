@@ -9,11 +9,12 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, Request, Response, response};
 use http_body::Body;
-use idemkit_core::Backend;
+use idemkit_core::{Backend, Key, RunError, State};
 use tower_service::Service;
 
 use crate::answer::{Answer, Delivered, NotStored};
 use crate::canonical::{Target, media_type_is};
+use crate::compat::Compat;
 use crate::effective_key::effective_key;
 use crate::event::EventKind;
 use crate::fingerprint::request_fingerprint;
@@ -125,7 +126,24 @@ where
         // The handler's effect was rolled back after it answered: never a success.
         return Ok(answer.lease_lost());
     }
-    answer.finish(result, delivered)
+    // Stripe answers a key in use by a request still in flight with 409 (retried by its
+    // clients), whatever its parameters; only a finished one is compared with them.
+    let in_flight = match (&result, compat) {
+        (Err(RunError::PayloadMismatch), Compat::Stripe) => {
+            lease_left(shared.executor.backend(), &key).await
+        }
+        _ => None,
+    };
+    answer.finish(result, delivered, in_flight)
+}
+
+/// What is left of the lease of the claim that holds `key`, if a live claim holds it;
+/// `None` if the key is completed, free, or cannot be read.
+async fn lease_left<B: Backend>(backend: &B, key: &Key) -> Option<std::time::Duration> {
+    let record = backend.get(key.as_str()).await.ok()??;
+    let now = backend.now();
+    (record.state() == State::Claimed && record.lease_until() >= now)
+        .then(|| record.lease_until().saturating_duration_since(now))
 }
 
 /// Runs the inner service and reads its response: a response that can be stored is

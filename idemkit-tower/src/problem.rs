@@ -17,7 +17,8 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 #[non_exhaustive]
 pub enum ProblemType {
     /// The key was used before with another request (method, path, query, body or a
-    /// named header differ): 422, or 409 in the Stripe dialect. Never retried as is.
+    /// named header differ): 422, or 400 in the Stripe dialect (in Stripe's error
+    /// shape, see [`Compat`]). Never retried as is.
     PayloadMismatch,
     /// A request with the key is still running and the wait ran out: 423, or 409 in the
     /// Stripe dialect, with `Retry-After`.
@@ -70,6 +71,15 @@ impl ProblemType {
         }
     }
 
+    /// The `type` of the error object Stripe's API answers this refusal with, if it
+    /// makes it: `idempotency_error` for a key reused with other parameters.
+    fn stripe_error_type(self) -> Option<&'static str> {
+        match self {
+            ProblemType::PayloadMismatch => Some("idempotency_error"),
+            _ => None,
+        }
+    }
+
     /// The status this refusal gets in `compat`'s dialect.
     pub fn status(self, compat: Compat) -> StatusCode {
         match self {
@@ -87,6 +97,7 @@ impl ProblemType {
 #[derive(Clone, Debug)]
 pub(crate) struct Problem {
     kind: ProblemType,
+    compat: Compat,
     status: StatusCode,
     detail: String,
     retry_after: Option<Duration>,
@@ -98,6 +109,7 @@ impl Problem {
     pub(crate) fn new(kind: ProblemType, compat: Compat, detail: impl Into<String>) -> Problem {
         Problem {
             kind,
+            compat,
             status: kind.status(compat),
             detail: detail.into(),
             retry_after: None,
@@ -115,20 +127,41 @@ impl Problem {
         self.status
     }
 
-    /// The response: the status, `Content-Type: application/problem+json`,
-    /// `Retry-After` if set, and a JSON body with `type`, `title`, `status` and
-    /// `detail`.
+    /// The response: the status, `Retry-After` if set, and a body. The body is
+    /// `application/problem+json` with `type`, `title`, `status` and `detail`; in the
+    /// Stripe dialect, a refusal Stripe's API makes itself is in Stripe's error shape
+    /// instead (`application/json`, `{"error": {"type", "message", "code"}}`, the
+    /// `urn:idemkit:...` type in `code`).
     pub(crate) fn into_response(self) -> Response<Bytes> {
-        let body = serde_json::json!({
-            "type": self.kind.uri(),
-            "title": self.kind.title(),
-            "status": self.status.as_u16(),
-            "detail": self.detail,
-        });
+        let stripe_type = match self.compat {
+            Compat::Stripe => self.kind.stripe_error_type(),
+            _ => None,
+        };
+        let (body, content_type) = match stripe_type {
+            Some(error_type) => (
+                serde_json::json!({
+                    "error": {
+                        "type": error_type,
+                        "message": self.detail,
+                        "code": self.kind.uri(),
+                    }
+                }),
+                "application/json",
+            ),
+            None => (
+                serde_json::json!({
+                    "type": self.kind.uri(),
+                    "title": self.kind.title(),
+                    "status": self.status.as_u16(),
+                    "detail": self.detail,
+                }),
+                PROBLEM_JSON,
+            ),
+        };
         let mut response = Response::new(Bytes::from(body.to_string()));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         if let Some(after) = self.retry_after {
             headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds(after)));
         }
@@ -165,7 +198,7 @@ mod tests {
     #[test]
     fn statuses_follow_the_dialect() {
         let expected = [
-            (ProblemType::PayloadMismatch, 422, 409),
+            (ProblemType::PayloadMismatch, 422, 400),
             (ProblemType::InProgress, 423, 409),
             (ProblemType::MissingKey, 400, 400),
             (ProblemType::StorageError, 503, 503),
@@ -196,16 +229,41 @@ mod tests {
 
     #[test]
     fn the_response_is_problem_json_with_the_four_members() {
+        for compat in [Compat::Default, Compat::Stripe] {
+            let response =
+                Problem::new(ProblemType::InProgress, compat, "wait for it").into_response();
+            assert_eq!(response.status(), ProblemType::InProgress.status(compat));
+            assert_eq!(response.headers()[CONTENT_TYPE], PROBLEM_JSON);
+            assert!(response.headers().get(RETRY_AFTER).is_none());
+            let json = body(&response);
+            assert_eq!(json["type"], "urn:idemkit:in-progress");
+            assert_eq!(json["title"], ProblemType::InProgress.title());
+            assert_eq!(json["status"], response.status().as_u16());
+            assert_eq!(json["detail"], "wait for it");
+        }
+        let response = Problem::new(ProblemType::PayloadMismatch, Compat::Default, "resend it")
+            .into_response();
+        assert_eq!(response.status(), 422);
+        assert_eq!(body(&response)["type"], "urn:idemkit:payload-mismatch");
+    }
+
+    #[test]
+    fn a_payload_mismatch_in_the_stripe_dialect_is_stripes_error_object() {
         let response =
             Problem::new(ProblemType::PayloadMismatch, Compat::Stripe, "resend it").into_response();
-        assert_eq!(response.status(), 409);
-        assert_eq!(response.headers()[CONTENT_TYPE], PROBLEM_JSON);
-        assert!(response.headers().get(RETRY_AFTER).is_none());
+        assert_eq!(response.status(), 400);
+        assert_eq!(response.headers()[CONTENT_TYPE], "application/json");
         let json = body(&response);
-        assert_eq!(json["type"], "urn:idemkit:payload-mismatch");
-        assert_eq!(json["title"], ProblemType::PayloadMismatch.title());
-        assert_eq!(json["status"], 409);
-        assert_eq!(json["detail"], "resend it");
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "error": {
+                    "type": "idempotency_error",
+                    "message": "resend it",
+                    "code": "urn:idemkit:payload-mismatch",
+                }
+            })
+        );
     }
 
     #[test]

@@ -286,3 +286,15 @@ async fn a_run_taken_over_is_refused_and_leaves_no_row() {
     assert_eq!(stalled.problem_type(), "urn:idemkit:lease-lost");
     assert_eq!(effect_rows(&one, &key).await, 1, "only the successor's row");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn effects_of_an_unprotected_call_are_written_at_once() {
+    let Some(pg) = postgres() else { return };
+    let server = pg.target.start(&["--effects"]);
+    let before = effect_rows(&server, "").await;
+    let reply = send(server.address, Call::post("/resources").body("{}"))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 201);
+    assert_eq!(effect_rows(&server, "").await, before + 1);
+}

@@ -175,3 +175,64 @@ async fn events_are_json_lines_and_storage_keys_name_their_records() {
     .unwrap();
     assert_eq!(no_key.status, 400);
 }
+
+/// `call` with an `X-Identity` header of exactly these bytes (not necessarily UTF-8).
+fn with_identity(call: Call, identity: &[u8]) -> Call {
+    let mut call = call;
+    call.headers.push((
+        http::HeaderName::from_static("x-identity"),
+        http::HeaderValue::from_bytes(identity).expect("a header value"),
+    ));
+    call
+}
+
+#[tokio::test]
+async fn two_identities_that_differ_only_outside_utf8_never_share_records() {
+    let server = ServerProcess::start(&[]);
+    let charge = || Call::post("/charges").key("shared-key").body("amount=100");
+    // Each is invalid UTF-8; a lossy conversion makes both `tenant-\u{fffd}`.
+    let (first, second) = (&b"tenant-\xff"[..], &b"tenant-\xfe"[..]);
+    let a = send(server.address, with_identity(charge(), first))
+        .await
+        .unwrap();
+    assert_eq!(a.status, 201);
+    let b = send(server.address, with_identity(charge(), second))
+        .await
+        .unwrap();
+    assert_eq!(b.status, 201);
+    assert_eq!(
+        b.header("idempotency-replayed"),
+        None,
+        "not the other's response"
+    );
+    assert_ne!(b.json()["call"], a.json()["call"]);
+    // Nor does the replacement character itself name either of them.
+    let replacement = send(
+        server.address,
+        with_identity(charge(), "tenant-\u{fffd}".as_bytes()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(replacement.header("idempotency-replayed"), None);
+    assert_eq!(server.handler_calls().await, 3);
+    // Each identity's own retry replays its own response.
+    for (identity, original) in [(first, &a), (second, &b)] {
+        let retry = send(server.address, with_identity(charge(), identity))
+            .await
+            .unwrap();
+        assert_eq!(retry.header("idempotency-replayed"), Some("true"));
+        assert_eq!(retry.body, original.body);
+    }
+    assert_eq!(server.handler_calls().await, 3);
+    // The storage keys the server names for them differ too.
+    let key_of = |identity: &[u8]| {
+        with_identity(
+            Call::get("/_storage_key?method=POST&path=/charges").key("shared-key"),
+            identity,
+        )
+    };
+    let key_a = send(server.address, key_of(first)).await.unwrap();
+    let key_b = send(server.address, key_of(second)).await.unwrap();
+    assert_eq!((key_a.status.as_u16(), key_b.status.as_u16()), (200, 200));
+    assert_ne!(key_a.body, key_b.body);
+}

@@ -495,7 +495,7 @@ async fn server_errors_are_never_stored_whatever_the_predicate_says() {
 // ----- the Stripe dialect -----
 
 #[tokio::test]
-async fn the_stripe_dialect_answers_409_and_marks_replays_its_way() {
+async fn the_stripe_dialect_answers_400_or_409_and_marks_replays_its_way() {
     let stripe = builder()
         .compat(Compat::Stripe)
         .wait_timeout(Duration::from_millis(200));
@@ -505,9 +505,14 @@ async fn the_stripe_dialect_answers_409_and_marks_replays_its_way() {
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
     assert!(replay.header("idempotency-replayed").is_none());
 
+    // A key reused with other parameters: Stripe's 400 and error object.
     let mismatch = send(served.address, post("s").body("other")).await.unwrap();
-    assert_eq!(mismatch.status, 409);
-    assert_eq!(mismatch.problem_type(), "urn:idemkit:payload-mismatch");
+    assert_eq!(mismatch.status, 400);
+    assert_eq!(mismatch.header("content-type"), Some("application/json"));
+    let error = &mismatch.json()["error"];
+    assert_eq!(error["type"], "idempotency_error");
+    assert_eq!(error["code"], "urn:idemkit:payload-mismatch");
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
 
     let address = served.address;
     let held = tokio::spawn(async move { send(address, post("busy").header("x-gate", "1")).await });
@@ -518,6 +523,40 @@ async fn the_stripe_dialect_answers_409_and_marks_replays_its_way() {
     assert_eq!(busy.status, 409);
     assert_eq!(busy.problem_type(), "urn:idemkit:in-progress");
     assert!(busy.header("retry-after").is_some());
+    // Other parameters meeting the key in flight: 409 too, as Stripe answers.
+    let other = send(
+        served.address,
+        post("busy").header("x-gate", "1").body("other"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status, 409);
+    assert_eq!(other.problem_type(), "urn:idemkit:in-progress");
+    assert!(other.header("retry-after").is_some());
+    app.gate.notify_waiters();
+    assert_eq!(held.await.unwrap().unwrap().status, 201);
+    // Once it is done, they are compared: 400.
+    let other = send(
+        served.address,
+        post("busy").header("x-gate", "1").body("other"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(other.status, 400);
+    assert_eq!(other.json()["error"]["type"], "idempotency_error");
+}
+
+#[tokio::test]
+async fn the_default_dialect_refuses_other_parameters_in_flight_with_422() {
+    let (served, app, _) = serve(builder()).await;
+    let address = served.address;
+    let held = tokio::spawn(async move { send(address, post("busy").header("x-gate", "1")).await });
+    wait_until(|| app.waiting.load(Ordering::SeqCst) == 1).await;
+    let other = send(served.address, post("busy").body("other"))
+        .await
+        .unwrap();
+    assert_eq!(other.status, 422);
+    assert_eq!(other.problem_type(), "urn:idemkit:payload-mismatch");
     app.gate.notify_waiters();
     assert_eq!(held.await.unwrap().unwrap().status, 201);
 }
@@ -563,6 +602,11 @@ async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
         let reply = send(served.address, post("second")).await.unwrap();
         assert_eq!(reply.status, 201);
         assert!(!replayed(&reply));
+        assert_eq!(
+            reply.header("idempotency-replay-unavailable"),
+            Some("storage-error"),
+            "its client learns that a retry runs again"
+        );
     }
     assert_eq!(app.calls(), 3);
     assert_eq!(events.last().kind, EventKind::RanUnprotected);
@@ -712,7 +756,7 @@ async fn each_decision_is_reported_with_the_hashed_key_never_the_raw_one() {
     assert_eq!(event.method, Method::POST);
     assert_eq!(event.path, "/orders");
     assert_eq!(event.backend, "memory");
-    assert_eq!(event.fingerprint_version, 1);
+    assert_eq!(event.fingerprint_version, 2);
     let key = event.effective_key.clone().expect("a hashed key");
     assert_eq!(key.as_str().len(), 64);
     assert!(!format!("{event:?}").contains("secret-key-1"));

@@ -154,6 +154,12 @@ impl PgCluster {
         Ok(())
     }
 
+    /// Stops the server cleanly and starts it again on the same port, data kept.
+    pub fn restart(&self) -> io::Result<()> {
+        self.stop()?;
+        self.start()
+    }
+
     /// Stops the server cleanly (`pg_ctl stop -m fast`: sessions are disconnected, data
     /// is kept).
     pub fn stop(&self) -> io::Result<()> {

@@ -33,6 +33,8 @@ fn a_private_cluster_keeps_its_data_across_stop_kill_and_start() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", cluster.port())).is_err());
     cluster.start().expect("starts again");
     assert_eq!(psql(&url, "SELECT n FROM kept"), "7");
+    cluster.restart().expect("restarts");
+    assert_eq!(psql(&url, "SELECT n FROM kept"), "7");
     cluster.kill().expect("killed");
     assert!(std::net::TcpStream::connect(("127.0.0.1", cluster.port())).is_err());
     cluster.start().expect("recovers");

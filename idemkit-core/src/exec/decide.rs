@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::claim::Claim;
 use crate::error::Error;
-use crate::exec::outcome::{Decision, Outcome, RunError};
+use crate::exec::outcome::{Decision, Outcome, RunError, Unstored};
 use crate::exec::policy::OnStorageError;
 use crate::key::Fingerprint;
 use crate::record::Record;
@@ -59,10 +59,7 @@ fn replay(
         return Replay::NotDone;
     };
     if same_request(record, fingerprint, fingerprint_version) {
-        Replay::Same(Outcome {
-            response: Arc::clone(response),
-            decision,
-        })
+        Replay::Same(Outcome::new(Arc::clone(response), decision))
     } else {
         Replay::Other
     }
@@ -164,15 +161,19 @@ pub(crate) fn after_complete<E>(
     ran: Decision,
     on_storage_error: OnStorageError,
 ) -> Result<Outcome, RunError<E>> {
-    let decision = match stored {
-        Ok(true) => ran,
-        Ok(false) => Decision::ReclaimedLoss,
+    let (decision, unstored) = match stored {
+        Ok(true) => (ran, None),
+        Ok(false) => (Decision::ReclaimedLoss, Some(Unstored::FencedOut)),
         Err(error) => match on_storage_error {
             OnStorageError::FailClosed => return Err(RunError::StorageFailed(error)),
-            OnStorageError::FailOpen => Decision::RanUnprotected,
+            OnStorageError::FailOpen => (Decision::RanUnprotected, Some(Unstored::StorageError)),
         },
     };
-    Ok(Outcome { response, decision })
+    Ok(Outcome {
+        response,
+        decision,
+        unstored,
+    })
 }
 
 /// What the heartbeat knows about the lease it renews.
@@ -362,22 +363,25 @@ mod tests {
         };
         let closed = OnStorageError::FailClosed;
         let open = OnStorageError::FailOpen;
+        let stored = outcome(Ok(true), closed).unwrap();
         assert_eq!(
-            outcome(Ok(true), closed).unwrap().decision,
-            Decision::Reclaimed
+            (stored.decision, stored.unstored),
+            (Decision::Reclaimed, None)
         );
+        let fenced = outcome(Ok(false), closed).unwrap();
         assert_eq!(
-            outcome(Ok(false), closed).unwrap().decision,
-            Decision::ReclaimedLoss
+            (fenced.decision, fenced.unstored),
+            (Decision::ReclaimedLoss, Some(Unstored::FencedOut))
         );
         let full = || Err(Error::Full { max_size: 1 });
         assert!(matches!(
             outcome(full(), closed),
             Err(RunError::StorageFailed(Error::Full { max_size: 1 }))
         ));
+        let failed = outcome(full(), open).unwrap();
         assert_eq!(
-            outcome(full(), open).unwrap().decision,
-            Decision::RanUnprotected
+            (failed.decision, failed.unstored),
+            (Decision::RanUnprotected, Some(Unstored::StorageError))
         );
     }
 

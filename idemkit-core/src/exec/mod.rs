@@ -34,5 +34,5 @@ mod run_loop;
 
 pub use async_exec::AsyncIdempotency;
 pub use blocking::{Idempotency, Lease};
-pub use outcome::{Decision, Event, Outcome, RunError};
+pub use outcome::{Decision, Event, Outcome, RunError, Unstored};
 pub use policy::{Heartbeat, OnStorageError, Policy};

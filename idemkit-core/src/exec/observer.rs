@@ -48,10 +48,12 @@ impl Observer {
             key: key.clone(),
             fingerprint_version,
             latency,
+            unstored: finished.unstored(),
         });
         match finished {
             Finished::Outcome(outcome) => Ok(outcome),
             Finished::Error(error) => Err(error),
+            Finished::NotStored(error) => Err(RunError::StorageFailed(error)),
             Finished::Panicked(panic) => resume_unwind(panic),
         }
     }

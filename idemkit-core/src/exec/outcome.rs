@@ -43,6 +43,35 @@ pub enum Decision {
     HandlerFailed,
 }
 
+/// Why the response of an operation that ran was not stored though it was to be: a
+/// retry will not find it, and runs the operation again (or waits out a lease).
+///
+/// A caller that hands the response on can say so (an HTTP layer, in a header); a
+/// response left out by the policy's `cacheable` predicate ([`Decision::NotCached`]) is
+/// not one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Unstored {
+    /// The backend failed when the response was to be stored (or when the key was to be
+    /// claimed, under [`OnStorageError::FailOpen`](crate::OnStorageError), so there was
+    /// no claim to store it under).
+    StorageError,
+    /// The lease lapsed and another executor took the key over before the response was
+    /// stored: the completion was refused (fencing), and the new owner's result is the
+    /// one stored.
+    FencedOut,
+}
+
+impl Unstored {
+    /// A short name: `storage-error` or `fenced-out`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unstored::StorageError => "storage-error",
+            Unstored::FencedOut => "fenced-out",
+        }
+    }
+}
+
 /// A successful run: the response to give the caller and how it was obtained.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -52,6 +81,21 @@ pub struct Outcome {
     pub response: Arc<Response>,
     /// How the response was obtained.
     pub decision: Decision,
+    /// Set when the operation ran here and its response was to be stored but could not
+    /// be ([`Decision::ReclaimedLoss`]: fenced out; [`Decision::RanUnprotected`]: the
+    /// backend failed); `None` for a stored, replayed or not cacheable response.
+    pub unstored: Option<Unstored>,
+}
+
+impl Outcome {
+    /// An outcome whose response was stored, or needed no storing.
+    pub(crate) fn new(response: Arc<Response>, decision: Decision) -> Outcome {
+        Outcome {
+            response,
+            decision,
+            unstored: None,
+        }
+    }
 }
 
 /// Why a run produced no response.
@@ -133,6 +177,11 @@ pub struct Event {
     pub fingerprint_version: u32,
     /// How long the run took, waiting included.
     pub latency: Duration,
+    /// Set when the operation ran and its response was to be stored but could not be
+    /// (see [`Outcome::unstored`]); also under
+    /// [`OnStorageError::FailClosed`](crate::OnStorageError), where the run ends with
+    /// [`RunError::StorageFailed`] though the operation ran.
+    pub unstored: Option<Unstored>,
 }
 
 #[cfg(test)]

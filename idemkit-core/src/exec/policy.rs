@@ -149,6 +149,14 @@ impl Policy {
     }
 
     /// This policy with fingerprint version `fingerprint_version`.
+    ///
+    /// A record of another version met under the same key is refused
+    /// ([`RunError::PayloadMismatch`](crate::RunError)), never replayed: fingerprints of two
+    /// versions cannot be compared, so the request may or may not be the one stored. When
+    /// you change how fingerprints are built, put the version in the [`Key`](crate::Key)
+    /// too (as `idemkit-tower` does): requests of the new version then never meet records
+    /// of the old one, and a retry that spans the change runs once more instead of being
+    /// refused, while the old records expire on their own.
     #[must_use]
     pub fn with_fingerprint_version(mut self, fingerprint_version: u32) -> Policy {
         self.fingerprint_version = fingerprint_version;

@@ -14,7 +14,7 @@ use crate::claim::Claim;
 use crate::error::Error;
 use crate::exec::decide::{self, AfterWait, LeaseTracker, Next};
 use crate::exec::observer::Panic;
-use crate::exec::outcome::{Decision, Outcome, RunError};
+use crate::exec::outcome::{Decision, Outcome, RunError, Unstored};
 use crate::exec::policy::{OnStorageError, Policy};
 use crate::key::Fingerprint;
 use crate::memory::wait::{deadline_after, remaining};
@@ -75,6 +75,10 @@ pub(crate) enum Finished<E> {
     Error(RunError<E>),
     /// With the operation's panic (or the `cacheable` predicate's), to be resumed.
     Panicked(Panic),
+    /// The operation ran, but the backend failed to store its response, under
+    /// `FailClosed`: the caller gets [`RunError::StorageFailed`], and the event says the
+    /// response went unstored.
+    NotStored(Error),
 }
 
 impl<E> Finished<E> {
@@ -84,6 +88,16 @@ impl<E> Finished<E> {
             Finished::Outcome(outcome) => outcome.decision,
             Finished::Error(error) => error.decision(),
             Finished::Panicked(_) => Decision::HandlerFailed,
+            Finished::NotStored(_) => Decision::StorageFailed,
+        }
+    }
+
+    /// Why a response that was to be stored was not, if it was not.
+    pub(crate) fn unstored(&self) -> Option<Unstored> {
+        match self {
+            Finished::Outcome(outcome) => outcome.unstored,
+            Finished::NotStored(_) => Some(Unstored::StorageError),
+            Finished::Error(_) | Finished::Panicked(_) => None,
         }
     }
 }
@@ -207,10 +221,9 @@ impl<'a, E> RunLoop<'a, E> {
                             response: Arc::new(response),
                         };
                     }
-                    Ok(false) => Finished::Outcome(Outcome {
-                        response: Arc::new(response),
-                        decision: Decision::NotCached,
-                    }),
+                    Ok(false) => {
+                        Finished::Outcome(Outcome::new(Arc::new(response), Decision::NotCached))
+                    }
                     Err(panic) => Finished::Panicked(panic),
                 }
             }
@@ -232,7 +245,11 @@ impl<'a, E> RunLoop<'a, E> {
         let (_, decision) = self.held.take().expect("a completion follows a held claim");
         let result =
             decide::after_complete(stored, response, decision, self.policy.on_storage_error());
-        Step::Done(result.into())
+        Step::Done(match result {
+            // It ran: the event says its response went unstored.
+            Err(RunError::StorageFailed(error)) => Finished::NotStored(error),
+            result => result.into(),
+        })
     }
 
     /// The claim was released (or could not be, which changes nothing).
@@ -248,9 +265,11 @@ impl<'a, E> RunLoop<'a, E> {
 /// The end of an operation run without a claim.
 fn unprotected<E>(ran: Ran<E>) -> Finished<E> {
     match ran {
+        // There was no claim to store the response under.
         Ran::Returned(Ok(response)) => Finished::Outcome(Outcome {
             response: Arc::new(response),
             decision: Decision::RanUnprotected,
+            unstored: Some(Unstored::StorageError),
         }),
         Ran::Returned(Err(error)) => Finished::Error(RunError::HandlerFailed(error)),
         Ran::Panicked(panic) => Finished::Panicked(panic),

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use http::Method;
 
-pub(crate) use media_type::is as media_type_is;
+pub(crate) use media_type::{essence as media_type_essence, is as media_type_is};
 pub(crate) use path::canonical_path;
 
 /// What a request acts on, in canonical form: its method, uppercase, and its canonical
@@ -44,29 +44,77 @@ pub(crate) fn canonical_query(query: &str) -> Vec<u8> {
     percent::canonical_pairs(query.as_bytes())
 }
 
+/// Which canonicalization a body went through. It is part of the fingerprint, so a
+/// body read one way never matches a body read another way whose bytes happen to agree
+/// (the canonical JSON of one request and the raw bytes of another, say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    /// `application/json`, parsed and written in canonical form.
+    Json,
+    /// `application/x-www-form-urlencoded`, its fields sorted.
+    Form,
+    /// `multipart/form-data`, its parts sorted.
+    Multipart,
+    /// Anything else, or a body that cannot be put in canonical form: its bytes as sent.
+    Raw,
+}
+
+impl BodyKind {
+    /// The label the fingerprint records.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            BodyKind::Json => "json",
+            BodyKind::Form => "form",
+            BodyKind::Multipart => "multipart",
+            BodyKind::Raw => "raw",
+        }
+    }
+}
+
+/// A request body in canonical form, and how it got there.
+#[derive(Debug)]
+pub(crate) struct CanonicalBody<'a> {
+    pub(crate) kind: BodyKind,
+    pub(crate) bytes: Cow<'a, [u8]>,
+}
+
 /// The canonical form of a request body, chosen by its `Content-Type`:
 ///
-/// - `application/json`: sorted keys, no whitespace;
+/// - `application/json`: members sorted, numbers exact, no whitespace (see
+///   [`json::canonical_json`]);
 /// - `application/x-www-form-urlencoded`: as a query string;
-/// - `multipart/form-data`: parts sorted by name, each part's content hashed;
-/// - anything else, or a body that does not parse as its type claims: the raw bytes.
+/// - `multipart/form-data`: parts sorted, each part's headers that say what it is kept
+///   and its content hashed (see [`multipart::canonical_multipart`]);
+/// - anything else, or a body that does not parse as its type claims (or that a parser
+///   could read two ways, like a JSON object that repeats a name): the raw bytes.
 ///
 /// It never fails: a body that cannot be read as its type is hashed as it is.
-pub(crate) fn canonical_body<'a>(content_type: Option<&[u8]>, body: &'a [u8]) -> Cow<'a, [u8]> {
+pub(crate) fn canonical_body<'a>(content_type: Option<&[u8]>, body: &'a [u8]) -> CanonicalBody<'a> {
+    let raw = CanonicalBody {
+        kind: BodyKind::Raw,
+        bytes: Cow::Borrowed(body),
+    };
     let Some(content_type) = content_type else {
-        return Cow::Borrowed(body);
+        return raw;
     };
-    let canonical = if media_type::is(content_type, "application/json") {
-        json::canonical_json(body)
+    let (kind, canonical) = if media_type::is(content_type, "application/json") {
+        (BodyKind::Json, json::canonical_json(body))
     } else if media_type::is(content_type, "application/x-www-form-urlencoded") {
-        Some(percent::canonical_pairs(body))
+        (BodyKind::Form, Some(percent::canonical_pairs(body)))
     } else if media_type::is(content_type, "multipart/form-data") {
-        media_type::parameter(content_type, "boundary")
-            .and_then(|boundary| multipart::canonical_multipart(body, &boundary))
+        let canonical = media_type::parameter(content_type, "boundary")
+            .and_then(|boundary| multipart::canonical_multipart(body, &boundary));
+        (BodyKind::Multipart, canonical)
     } else {
-        None
+        (BodyKind::Raw, None)
     };
-    canonical.map_or(Cow::Borrowed(body), Cow::Owned)
+    match canonical {
+        Some(bytes) => CanonicalBody {
+            kind,
+            bytes: Cow::Owned(bytes),
+        },
+        None => raw,
+    }
 }
 
 #[cfg(test)]
@@ -85,38 +133,54 @@ mod tests {
     #[test]
     fn json_bodies_are_canonical_only_when_declared_json() {
         let body = br#"{ "b":1, "a":2 }"#;
-        assert_eq!(
-            canonical_body(Some(b"application/json; charset=utf-8"), body).as_ref(),
-            br#"{"a":2,"b":1}"#
-        );
-        assert_eq!(canonical_body(Some(b"text/plain"), body).as_ref(), body);
-        assert_eq!(canonical_body(None, body).as_ref(), body);
+        let json = canonical_body(Some(b"application/json; charset=utf-8"), body);
+        assert_eq!(json.kind, BodyKind::Json);
+        assert_eq!(json.bytes.as_ref(), br#"{"a":2,"b":1}"#);
+        let text = canonical_body(Some(b"text/plain"), body);
+        assert_eq!((text.kind, text.bytes.as_ref()), (BodyKind::Raw, &body[..]));
+        let none = canonical_body(None, body);
+        assert_eq!((none.kind, none.bytes.as_ref()), (BodyKind::Raw, &body[..]));
     }
 
     #[test]
-    fn a_body_that_does_not_parse_falls_back_to_its_bytes() {
+    fn a_body_that_does_not_parse_falls_back_to_its_bytes_as_raw() {
         let body = b"{not json";
+        for content_type in [
+            &b"application/json"[..],
+            b"multipart/form-data; boundary=b",
+            b"multipart/form-data",
+        ] {
+            let canonical = canonical_body(Some(content_type), body);
+            assert_eq!(canonical.kind, BodyKind::Raw);
+            assert_eq!(canonical.bytes.as_ref(), body);
+        }
+        // A JSON object that repeats a name is read as its bytes, not canonicalized.
+        let repeated = br#"{"a":1,"a":2}"#;
+        let canonical = canonical_body(Some(b"application/json"), repeated);
         assert_eq!(
-            canonical_body(Some(b"application/json"), body).as_ref(),
-            body
+            (canonical.kind, canonical.bytes.as_ref()),
+            (BodyKind::Raw, &repeated[..])
         );
-        assert_eq!(
-            canonical_body(Some(b"multipart/form-data; boundary=b"), body).as_ref(),
-            body
-        );
-        assert_eq!(
-            canonical_body(Some(b"multipart/form-data"), body).as_ref(),
-            body
-        );
+    }
+
+    #[test]
+    fn each_kind_has_its_own_label() {
+        let labels = [
+            BodyKind::Json,
+            BodyKind::Form,
+            BodyKind::Multipart,
+            BodyKind::Raw,
+        ]
+        .map(BodyKind::label);
+        assert_eq!(labels, ["json", "form", "multipart", "raw"]);
     }
 
     #[test]
     fn form_bodies_are_sorted_like_queries() {
         let content_type = Some(&b"application/x-www-form-urlencoded"[..]);
-        assert_eq!(
-            canonical_body(content_type, b"b=2&a=1").as_ref(),
-            canonical_body(content_type, b"a=1&b=2").as_ref()
-        );
+        let form = canonical_body(content_type, b"b=2&a=1");
+        assert_eq!(form.kind, BodyKind::Form);
+        assert_eq!(form.bytes, canonical_body(content_type, b"a=1&b=2").bytes);
         assert_eq!(canonical_query("b=2&a=%2f"), b"a=%2F&b=2");
     }
 
@@ -124,10 +188,12 @@ mod tests {
     fn multipart_bodies_use_their_boundary() {
         let body = b"--zz\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nv\r\n--zz--";
         let canonical = canonical_body(Some(b"multipart/form-data; boundary=zz"), body);
-        assert_ne!(canonical.as_ref(), body);
+        assert_eq!(canonical.kind, BodyKind::Multipart);
+        assert_ne!(canonical.bytes.as_ref(), body);
+        let other = canonical_body(Some(b"multipart/form-data; boundary=other"), body);
         assert_eq!(
-            canonical_body(Some(b"multipart/form-data; boundary=other"), body).as_ref(),
-            body
+            (other.kind, other.bytes.as_ref()),
+            (BodyKind::Raw, &body[..])
         );
     }
 }

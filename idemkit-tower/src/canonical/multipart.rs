@@ -1,41 +1,65 @@
-//! The canonical form of a `multipart/form-data` body: its parts sorted by field name,
-//! each part's content replaced by its SHA-256, so that the order in which a client
-//! wrote independent fields does not change a fingerprint.
+//! The canonical form of a `multipart/form-data` body: its parts sorted, each part
+//! named by what says what it is (its field name, its file names, its `Content-Type`)
+//! and its content replaced by its SHA-256, so that the order in which a client wrote
+//! independent fields does not change a fingerprint, while two parts that a handler
+//! reads differently never agree.
 
 use sha2::{Digest, Sha256};
 
 use super::media_type;
 
-/// One field of a form.
+/// One field of a form: what its headers say it is, and its content.
 struct Part<'a> {
+    /// The `name` of its `Content-Disposition`.
     name: Vec<u8>,
+    /// Its `filename`, if any.
     filename: Option<Vec<u8>>,
+    /// Its `filename*` (RFC 6266's encoded file name), if any, as sent.
+    filename_ext: Option<Vec<u8>>,
+    /// Its `Content-Type` header, trimmed, if any.
+    content_type: Option<Vec<u8>>,
     content: &'a [u8],
 }
 
+impl Part<'_> {
+    /// What the canonical form writes of this part, in order: everything but the
+    /// content, then the content's digest.
+    fn fields(&self) -> [Option<&[u8]>; 4] {
+        [
+            Some(&self.name),
+            self.filename.as_deref(),
+            self.filename_ext.as_deref(),
+            self.content_type.as_deref(),
+        ]
+    }
+}
+
 /// The canonical form of a multipart body split by `boundary`; `None` when the body is
-/// not well-formed multipart (the caller then uses the raw bytes).
+/// not well-formed multipart, or a part repeats its `Content-Disposition` or
+/// `Content-Type` header (the caller then uses the raw bytes).
 ///
-/// The form is, for each part sorted by name, then file name, then content: the name,
-/// the file name (if any) and the 32-byte SHA-256 of the content, each field prefixed
-/// by its length so that no two lists of parts share a form.
+/// The form is, for each part sorted by name, file name, encoded file name, content
+/// type, then content: the name, then for each of the file name, the encoded file name
+/// (`filename*`) and the part's `Content-Type` a presence byte and the value, then the
+/// 32-byte SHA-256 of the content; every value is prefixed by its length, so that no
+/// two lists of parts share a form.
 pub(crate) fn canonical_multipart(body: &[u8], boundary: &[u8]) -> Option<Vec<u8>> {
     if boundary.is_empty() || boundary.len() > 70 {
         return None;
     }
     let mut parts = split_parts(body, boundary)?;
-    parts.sort_unstable_by(|a, b| {
-        (&a.name, &a.filename, a.content).cmp(&(&b.name, &b.filename, b.content))
-    });
+    parts.sort_unstable_by(|a, b| (a.fields(), a.content).cmp(&(b.fields(), b.content)));
     let mut out = Vec::with_capacity(parts.len() * 80);
     for part in &parts {
         push_prefixed(&part.name, &mut out);
-        match &part.filename {
-            Some(filename) => {
-                out.push(1);
-                push_prefixed(filename, &mut out);
+        for field in &part.fields()[1..] {
+            match field {
+                Some(value) => {
+                    out.push(1);
+                    push_prefixed(value, &mut out);
+                }
+                None => out.push(0),
             }
-            None => out.push(0),
         }
         out.extend_from_slice(&Sha256::digest(part.content));
     }
@@ -89,11 +113,21 @@ fn parse_part(part: &[u8]) -> Option<Part<'_>> {
         (&part[..end], &part[end + 4..])
     };
     let mut disposition = None;
+    let mut content_type = None;
     for line in headers.split(|&byte| byte == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let colon = line.iter().position(|&byte| byte == b':')?;
-        if media_type::trim(&line[..colon]).eq_ignore_ascii_case(b"content-disposition") {
-            disposition = Some(&line[colon + 1..]);
+        let name = media_type::trim(&line[..colon]);
+        let value = &line[colon + 1..];
+        // A repeated header could be read either way: no canonical form.
+        if name.eq_ignore_ascii_case(b"content-disposition") {
+            if disposition.replace(value).is_some() {
+                return None;
+            }
+        } else if name.eq_ignore_ascii_case(b"content-type")
+            && content_type.replace(media_type::trim(value)).is_some()
+        {
+            return None;
         }
     }
     let disposition = disposition?;
@@ -103,6 +137,8 @@ fn parse_part(part: &[u8]) -> Option<Part<'_>> {
     Some(Part {
         name: media_type::parameter(disposition, "name")?,
         filename: media_type::parameter(disposition, "filename"),
+        filename_ext: media_type::parameter(disposition, "filename*"),
+        content_type: content_type.map(<[u8]>::to_vec),
         content,
     })
 }
@@ -167,9 +203,70 @@ mod tests {
         // that is content.
         let content = "line\r\n-XyZ\r\nx--XyZ\r\nmore";
         let canonical_form = canonical(&[("a", None, content)]);
-        assert_eq!(canonical_form.len(), 4 + 1 + 1 + 32);
         let digest = Sha256::digest(content.as_bytes());
-        assert_eq!(&canonical_form[6..], digest.as_slice());
+        assert!(canonical_form.ends_with(digest.as_slice()));
+    }
+
+    /// A one-part form whose part has these header lines.
+    fn part_with(headers: &str) -> Vec<u8> {
+        let body = format!("--b\r\n{headers}\r\n\r\nsame content\r\n--b--");
+        canonical_multipart(body.as_bytes(), b"b").unwrap()
+    }
+
+    #[test]
+    fn a_parts_content_type_and_file_names_are_part_of_the_form() {
+        let plain = part_with("Content-Disposition: form-data; name=f");
+        let typed = part_with("Content-Disposition: form-data; name=f\r\nContent-Type: text/plain");
+        let json =
+            part_with("Content-Disposition: form-data; name=f\r\nContent-Type: application/json");
+        let named = part_with("Content-Disposition: form-data; name=f; filename=a.txt");
+        let other_name = part_with("Content-Disposition: form-data; name=f; filename=b.txt");
+        let encoded = part_with("Content-Disposition: form-data; name=f; filename*=UTF-8''a.txt");
+        let encoded_other =
+            part_with("Content-Disposition: form-data; name=f; filename*=UTF-8''%E2%82%AC.txt");
+        let both = part_with(
+            "Content-Disposition: form-data; name=f; filename=a.txt; filename*=UTF-8''a.txt",
+        );
+        let all = [
+            &plain,
+            &typed,
+            &json,
+            &named,
+            &other_name,
+            &encoded,
+            &encoded_other,
+            &both,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        // Header names are matched without regard to case; the same part, the same form.
+        assert_eq!(
+            typed,
+            part_with("content-disposition: form-data; name=f\r\ncontent-type:  text/plain ")
+        );
+        // A value cannot slide from one field into the next.
+        assert_ne!(
+            part_with("Content-Disposition: form-data; name=f; filename=x"),
+            part_with("Content-Disposition: form-data; name=f\r\nContent-Type: x")
+        );
+    }
+
+    #[test]
+    fn a_part_that_repeats_a_header_that_says_what_it_is_has_no_form() {
+        for headers in [
+            "Content-Disposition: form-data; name=f\r\nContent-Disposition: form-data; name=g",
+            "Content-Disposition: form-data; name=f\r\nContent-Type: a/b\r\nContent-Type: c/d",
+        ] {
+            let body = format!("--b\r\n{headers}\r\n\r\nv\r\n--b--");
+            assert_eq!(
+                canonical_multipart(body.as_bytes(), b"b"),
+                None,
+                "{headers}"
+            );
+        }
     }
 
     #[test]

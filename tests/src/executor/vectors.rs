@@ -550,6 +550,8 @@ pub async fn a_run_taken_over_returns_its_response_unstored<T: ManualTime>() {
     let result = run.await;
     assert_eq!(decision(&result), Decision::ReclaimedLoss);
     assert_eq!(body(&result), b"mine");
+    let unstored = result.as_ref().map(|outcome| outcome.unstored);
+    assert_eq!(unstored.ok(), Some(Some(idemkit_core::Unstored::FencedOut)));
     let record = h
         .backend()
         .get(key.as_str())

@@ -36,7 +36,9 @@ pub type HandlerBody = Either<Full<Bytes>, PatternBody>;
 pub struct HandlerState {
     server_id: String,
     calls: AtomicU64,
-    effects: bool,
+    /// With `--effects`: the pool to write effect rows with when a request has no
+    /// transaction (it passed the layer unprotected).
+    effects: Option<sqlx::PgPool>,
 }
 
 impl HandlerState {
@@ -48,19 +50,20 @@ impl HandlerState {
         HandlerState {
             server_id: format!("{id:016x}"),
             calls: AtomicU64::new(0),
-            effects: false,
+            effects: None,
         }
     }
 
-    /// This handler, writing an effect row per call in the request's transaction.
-    pub fn with_effects(mut self, effects: bool) -> HandlerState {
-        self.effects = effects;
+    /// This handler, writing an effect row per call: in the request's transaction, or
+    /// on `pool` for a request the layer does not protect.
+    pub fn with_effects(mut self, pool: Option<sqlx::PgPool>) -> HandlerState {
+        self.effects = pool;
         self
     }
 
     /// Whether each call writes an effect row.
     pub fn effects(&self) -> bool {
-        self.effects
+        self.effects.is_some()
     }
 
     /// How many times the handler has run in this process.
@@ -86,9 +89,9 @@ where
     // With --effects: the effect row first, inside the request's transaction, which
     // stays open through the delay and the crash below.
     let mut effect = None;
-    if state.effects {
-        match write_effect(state, &parts, call).await {
-            Ok(connection) => effect = Some(connection),
+    if let Some(pool) = &state.effects {
+        match write_effect(state, pool, &parts, call).await {
+            Ok(connection) => effect = connection,
             Err(message) => return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, message)),
         }
     }
@@ -154,30 +157,32 @@ where
 }
 
 /// Inserts this call's effect row (the raw `Idempotency-Key`, the server id, the call
-/// number) in the request's transaction; the connection keeps the transaction open.
+/// number) in the request's transaction, whose connection it returns (keeping the
+/// transaction open); a request without one (unprotected) writes it on `pool` at once.
 async fn write_effect(
     state: &HandlerState,
+    pool: &sqlx::PgPool,
     parts: &http::request::Parts,
     call: u64,
-) -> Result<idemkit_postgres::RunConnection, String> {
-    let run = parts
-        .extensions
-        .get::<idemkit_postgres::RunTransaction>()
-        .ok_or("no transaction: the request has no Idempotency-Key")?;
+) -> Result<Option<idemkit_postgres::RunConnection>, String> {
     let raw_key = parts
         .headers
         .get(idemkit_tower::IDEMPOTENCY_KEY)
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
         .unwrap_or_default();
+    let insert =
+        sqlx::query("INSERT INTO idemkit_test_effects (key, server, call) VALUES ($1, $2, $3)")
+            .bind(raw_key)
+            .bind(&state.server_id)
+            .bind(i64::try_from(call).unwrap_or(i64::MAX));
+    let failed = |error: sqlx::Error| format!("inserting the effect row: {error}");
+    let Some(run) = parts.extensions.get::<idemkit_postgres::RunTransaction>() else {
+        insert.execute(pool).await.map_err(failed)?;
+        return Ok(None);
+    };
     let mut connection = run.begin().await.map_err(|error| error.to_string())?;
-    sqlx::query("INSERT INTO idemkit_test_effects (key, server, call) VALUES ($1, $2, $3)")
-        .bind(raw_key)
-        .bind(&state.server_id)
-        .bind(i64::try_from(call).unwrap_or(i64::MAX))
-        .execute(&mut *connection)
-        .await
-        .map_err(|error| format!("inserting the effect row: {error}"))?;
-    Ok(connection)
+    insert.execute(&mut *connection).await.map_err(failed)?;
+    Ok(Some(connection))
 }
 
 /// What the test headers of one request ask for.

@@ -77,7 +77,11 @@ pub async fn serve(options: Options) -> Result<(), String> {
     let address = listener
         .local_addr()
         .map_err(|error| format!("cannot read the bound address: {error}"))?;
-    let state = Arc::new(HandlerState::new().with_effects(options.effects));
+    let effects_pool = store
+        .postgres()
+        .filter(|_| options.effects)
+        .map(|backend| backend.pool().clone());
+    let state = Arc::new(HandlerState::new().with_effects(effects_pool));
     let handler = {
         let state = Arc::clone(&state);
         tower::service_fn(move |request: Request<RequestBody<Incoming>>| {
@@ -124,14 +128,7 @@ fn layer(options: &Options, store: &store::Store) -> Result<IdempotencyLayer<Dyn
         .backend_name(store.name())
         .require_key(options.require_key)
         .compat(options.compat)
-        .scope(|parts| {
-            Some(match parts.headers.get(handler::IDENTITY) {
-                Some(identity) => {
-                    format!("identity:{}", String::from_utf8_lossy(identity.as_bytes()))
-                }
-                None => "anonymous".to_owned(),
-            })
-        })
+        .scope(|parts| Some(scope_of(parts.headers.get(handler::IDENTITY))))
         .on_event(print_event);
     if let Some(wait) = options.wait_timeout {
         builder = builder.wait_timeout(wait);
@@ -150,6 +147,25 @@ fn layer(options: &Options, store: &store::Store) -> Result<IdempotencyLayer<Dyn
     builder
         .build()
         .map_err(|error| format!("invalid settings: {error}"))
+}
+
+/// The scope of a request whose `X-Identity` header is `identity`: its bytes, every one
+/// of them, in hex. A header value need not be UTF-8, and a lossy conversion would give
+/// two different identities one scope (and one's records to the other); hex keeps each
+/// byte, so two identities share a scope only if they are the same bytes.
+fn scope_of(identity: Option<&HeaderValue>) -> String {
+    match identity {
+        Some(identity) => {
+            let bytes = identity.as_bytes();
+            let mut scope = String::with_capacity("identity:".len() + 2 * bytes.len());
+            scope.push_str("identity:");
+            for byte in bytes {
+                scope.push_str(&format!("{byte:02x}"));
+            }
+            scope
+        }
+        None => "anonymous".to_owned(),
+    }
 }
 
 /// One JSON line on standard output per event.
@@ -328,6 +344,23 @@ fn text(status: StatusCode, content_type: &'static str, body: String) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scope_keeps_every_byte_of_the_identity() {
+        let value = |bytes: &[u8]| HeaderValue::from_bytes(bytes).unwrap();
+        // Two identities a lossy conversion would make one.
+        let a = scope_of(Some(&value(b"tenant-\xff")));
+        let b = scope_of(Some(&value(b"tenant-\xfe")));
+        assert_ne!(a, b);
+        assert_eq!(a, "identity:74656e616e742dff");
+        assert_ne!(
+            scope_of(Some(&value("tenant-\u{fffd}".as_bytes()))),
+            a,
+            "nor is a byte its replacement character"
+        );
+        assert_eq!(scope_of(None), "anonymous");
+        assert_ne!(scope_of(Some(&value(b""))), scope_of(None));
+    }
 
     #[test]
     fn query_values_are_decoded() {

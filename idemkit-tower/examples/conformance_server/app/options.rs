@@ -26,7 +26,8 @@ usage: conformance_server [options]
   --wait-timeout-ms N    how long a duplicate waits for the request in flight
   --lease-ttl-ms N       the lease of a claim
   --max-body-bytes N     the largest response body stored for replay
-  --compat stripe        answer in Stripe's dialect (409, Idempotent-Replayed)
+  --compat stripe        answer in Stripe's dialect (a reused key: 400 idempotency_error;
+                         in flight: 409; replays: Idempotent-Replayed)
   --help                 print this text";
 
 /// Where records are kept.
