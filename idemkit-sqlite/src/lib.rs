@@ -83,11 +83,15 @@
 //!
 //! # Why rusqlite
 //!
-//! rusqlite (synchronous, SQLite bundled) was measured against sqlx's SQLite driver for
-//! this workload: claim+complete pairs through each, with the same pragmas. rusqlite was
-//! about twice as fast, since sqlx runs every statement through a worker thread and a
-//! channel per connection; the figures are in the repository's `BENCHMARKS.md`. The
-//! async side runs the same synchronous calls on the runtime's blocking pool.
+//! The client library was chosen by measurement: claim+complete pairs through rusqlite
+//! and through sqlx's SQLite driver, the same statements and pragmas, one pair at a time
+//! (`bench/sqlite-client-choice` in the repository). Where the disk's flush does not
+//! decide (`synchronous=NORMAL`), rusqlite ran about 3x as many pairs per second (sqlx
+//! hands every statement to a worker thread over a channel); with `synchronous=FULL`
+//! both wait on the same flush per commit and were indistinguishable within the disk's
+//! noise. rusqlite is also synchronous like the core's blocking trait, so blocking code
+//! calls SQLite directly and only the async side pays for a hop to a blocking pool. The
+//! figures are in the repository's `BENCHMARKS.md`.
 //!
 //! # Features
 //!
@@ -111,6 +115,7 @@ mod operator;
 mod ops;
 mod releases;
 mod responses;
+#[cfg(any(feature = "tokio", feature = "smol"))]
 mod runtime;
 mod schema;
 mod table;
