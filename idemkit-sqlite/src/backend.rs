@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
@@ -49,6 +50,8 @@ pub(crate) struct Inner {
     responses: SharedResponses,
     pub(crate) releases: Releases,
     on_corrupt: Option<OnCorrupt>,
+    /// Claims made by this backend: every [`ops::PURGE_EVERY`]th purges on its way.
+    claims: AtomicU64,
 }
 
 impl SqliteBackend {
@@ -160,6 +163,7 @@ impl Inner {
             responses: SharedResponses::default(),
             releases: Releases::default(),
             on_corrupt,
+            claims: AtomicU64::new(0),
         })
     }
 
@@ -223,6 +227,9 @@ impl Inner {
                     lease_ttl,
                     &now,
                     &self.decode(),
+                    self.claims
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(ops::PURGE_EVERY),
                 )
             })
             .map_err(ops::ClaimError::into_core)?;

@@ -63,9 +63,11 @@
 //!   5 ms while someone in the process waits (and never otherwise), waking the waiters to
 //!   re-read their key. A lapsed lease returns at once; a waiter also re-reads on the
 //!   core's [`PollSchedule`](idemkit_core::PollSchedule); no wait outlives its timeout.
-//! - **Bounded.** Each claim deletes up to two gone records on its way (expired results,
-//!   claims lapsed past the reclaim grace), [`SqliteBackend::run_purger`] and the
-//!   [`Operator`](idemkit_core::Operator) purge delete them in bounded batches, and a new
+//! - **Bounded.** Every sixteenth claim of a process deletes up to 32 gone records on its
+//!   way (expired results, claims lapsed past the reclaim grace): two per claim, on
+//!   average, so the file keeps pace with expiry without a purger;
+//!   [`SqliteBackend::run_purger`] and the [`Operator`](idemkit_core::Operator) purge
+//!   delete them in bounded batches too, and a new
 //!   file is created with `auto_vacuum=INCREMENTAL`, so each purge batch hands the freed
 //!   pages back (`PRAGMA incremental_vacuum`): a file that runs for months stays the size
 //!   of its live records. [`Builder::max_records`] caps the rows: a new key beyond it is

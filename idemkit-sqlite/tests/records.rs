@@ -107,15 +107,15 @@ fn stats_count_by_state_and_purge_works_in_bounded_batches() {
     assert_eq!(stats.in_flight, 1, "{stats:?}");
     assert_eq!(stats.lapsed, 2, "{stats:?}");
     assert_eq!(stats.completed, 1, "{stats:?}");
-    // The last claim deleted two gone records on its way, as every claim does.
-    assert_eq!(stats.purgeable, 23, "{stats:?}");
+    // The last claim (this backend's 29th) did not purge on its way: only every 16th does.
+    assert_eq!(stats.purgeable, 25, "{stats:?}");
     assert_eq!(stats.oldest_claim, Some(Duration::ZERO));
     assert_eq!(stats.nearest_expiry, Some(HOUR - Duration::from_secs(2)));
     assert!(stats.size_bytes.unwrap() > 0);
 
     assert_eq!(block_on(Operator::purge_batch(&backend, 10)).unwrap(), 10);
     assert_eq!(block_on(Operator::purge_batch(&backend, 10)).unwrap(), 10);
-    assert_eq!(block_on(Operator::purge_batch(&backend, 10)).unwrap(), 3);
+    assert_eq!(block_on(Operator::purge_batch(&backend, 10)).unwrap(), 5);
     assert_eq!(block_on(Operator::purge_batch(&backend, 10)).unwrap(), 0);
     assert_eq!(
         backend.records().unwrap(),
