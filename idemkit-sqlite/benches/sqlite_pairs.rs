@@ -13,11 +13,12 @@
 //!   pool over one connection behind a mutex (SQLite writes one transaction at a time).
 //!
 //! Every series runs on a file of its own in one directory, on the same disk. The bench
-//! runs `ROUNDS` rounds, each one batch of every series back to back (which of a pair
-//! goes first alternating), and prints each round's pairs per second and the ratios
-//! idemkit / ceiling (goal: at least 0.8), then the medians: on a shared machine the
-//! time a flush takes swings by several times from one second to the next, far more
-//! than within a round. `SYNC=normal` runs every series with `synchronous=NORMAL` instead.
+//! runs `ROUNDS` rounds; in each, ours and the ceiling alternate in slices of a few
+//! dozen pairs (32 from one thread, 128 from 64 tasks) until each has run its batch,
+//! and it prints each round's pairs per second and the ratios idemkit / ceiling (goal:
+//! at least 0.8), then the medians. On a shared machine the time a flush takes swings
+//! by several times from one second to the next; slices that alternate see the same
+//! swings. `SYNC=normal` runs every series with `synchronous=NORMAL` instead.
 //!
 //! Then it measures the cross-process wake-up: a waiter here, on a key claimed here, and
 //! this crate's child process completing it (`idemkit-sqlite-child complete`), printing
@@ -40,7 +41,7 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, params};
 
 const TASKS: u64 = 64;
-const ROUNDS: usize = 15;
+const ROUNDS: usize = 9;
 const LEASE: Duration = Duration::from_secs(30);
 const TTL: Duration = Duration::from_secs(60);
 const WAKES: usize = 200;
@@ -49,11 +50,14 @@ fn benchmarking() -> bool {
     std::env::args().any(|arg| arg == "--bench")
 }
 
-/// Pairs per batch: a fraction of a second at the rates a flushing disk allows, so that
-/// a round's four batches see much the same load from the machine's other jobs.
+/// Pairs per series per round.
 fn batch() -> u64 {
-    if benchmarking() { 320 } else { 64 }
+    if benchmarking() { 640 } else { SLICE }
 }
+
+/// Pairs per slice of the 64-task series (a quarter of it for the one-thread series,
+/// which is slower): ours and the ceiling alternate slice by slice within a round.
+const SLICE: u64 = 128;
 
 fn synchronous() -> Synchronous {
     match std::env::var("SYNC").as_deref() {
@@ -100,8 +104,7 @@ fn idemkit_pair(backend: &SqliteBackend, key: &str, response: &Arc<Response>) {
     );
 }
 
-fn idemkit_thread(backend: &SqliteBackend) -> (u64, Duration) {
-    let pairs = batch();
+fn idemkit_thread(backend: &SqliteBackend, pairs: u64) -> (u64, Duration) {
     let first = keys(pairs);
     let response = Arc::new(Response::new(200, "ok"));
     let start = Instant::now();
@@ -111,8 +114,11 @@ fn idemkit_thread(backend: &SqliteBackend) -> (u64, Duration) {
     (pairs, start.elapsed())
 }
 
-fn idemkit_tasks(runtime: &tokio::runtime::Runtime, backend: &SqliteBackend) -> (u64, Duration) {
-    let pairs = batch();
+fn idemkit_tasks(
+    runtime: &tokio::runtime::Runtime,
+    backend: &SqliteBackend,
+    pairs: u64,
+) -> (u64, Duration) {
     let first = keys(pairs);
     let per_task = pairs / TASKS;
     let response = Arc::new(Response::new(200, "ok"));
@@ -188,8 +194,7 @@ fn ceiling_pair(connection: &Connection, key: &str) {
     assert_eq!(stored, 1);
 }
 
-fn ceiling_thread(connection: &Connection) -> (u64, Duration) {
-    let pairs = batch();
+fn ceiling_thread(connection: &Connection, pairs: u64) -> (u64, Duration) {
     let first = keys(pairs);
     let start = Instant::now();
     for n in first..first + pairs {
@@ -201,8 +206,8 @@ fn ceiling_thread(connection: &Connection) -> (u64, Duration) {
 fn ceiling_tasks(
     runtime: &tokio::runtime::Runtime,
     connection: &Arc<Mutex<Connection>>,
+    pairs: u64,
 ) -> (u64, Duration) {
-    let pairs = batch();
     let first = keys(pairs);
     let per_task = pairs / TASKS;
     runtime.block_on(async {
@@ -307,19 +312,26 @@ fn main() {
         sync_pragma()
     );
     for round in 1..=rounds {
-        // Which of a pair runs first alternates, so neither always gets the quieter turn.
-        let (ours_1, ceiling_1, ours_64, ceiling_64);
-        if round % 2 == 1 {
-            ours_1 = rate(idemkit_thread(&ours_thread));
-            ceiling_1 = rate(ceiling_thread(&ceiling_one));
-            ours_64 = rate(idemkit_tasks(&runtime, &ours_tasks));
-            ceiling_64 = rate(ceiling_tasks(&runtime, &ceiling_many));
-        } else {
-            ceiling_1 = rate(ceiling_thread(&ceiling_one));
-            ours_1 = rate(idemkit_thread(&ours_thread));
-            ceiling_64 = rate(ceiling_tasks(&runtime, &ceiling_many));
-            ours_64 = rate(idemkit_tasks(&runtime, &ours_tasks));
+        // A round is a batch of each series, run in slices that alternate between ours
+        // and the ceiling, so that both see the same spells of load.
+        let mut totals = [(0u64, Duration::ZERO); 4];
+        let add = |total: &mut (u64, Duration), (pairs, took): (u64, Duration)| {
+            total.0 += pairs;
+            total.1 += took;
+        };
+        let slices = batch() / SLICE;
+        for _ in 0..slices {
+            add(&mut totals[0], idemkit_thread(&ours_thread, SLICE / 4));
+            add(&mut totals[1], ceiling_thread(&ceiling_one, SLICE / 4));
         }
+        for _ in 0..slices {
+            add(
+                &mut totals[3],
+                ceiling_tasks(&runtime, &ceiling_many, SLICE),
+            );
+            add(&mut totals[2], idemkit_tasks(&runtime, &ours_tasks, SLICE));
+        }
+        let [ours_1, ceiling_1, ours_64, ceiling_64] = totals.map(rate);
         println!(
             "round {round}: one thread {ours_1:.0} / {ceiling_1:.0} = {:.2}x; 64 tasks {ours_64:.0} / {ceiling_64:.0} = {:.2}x",
             ours_1 / ceiling_1,

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::clock::FileClock;
-use crate::connection::{Settings, open};
+use crate::connection::{Settings, Synchronous, open};
 use crate::corrupt::OnCorrupt;
 use crate::error::{OpenError, SqliteError};
 use crate::ops::{self, Found, Rules, Statements};
@@ -120,6 +120,21 @@ impl SqliteBackend {
                 ops::count(connection, &self.inner.sql).map_err(|e| SqliteError::sqlite("count", e))
             })
             .map_err(Error::from)
+    }
+
+    /// The `synchronous` level the file is written with, as SQLite reports it on the
+    /// backend's write connection.
+    pub fn synchronous(&self) -> Result<Synchronous, Error> {
+        let level: i64 = self
+            .inner
+            .write(|connection| connection.query_row("PRAGMA synchronous", [], |row| row.get(0)))
+            .map_err(|error| SqliteError::sqlite("read", error))?;
+        // SQLite's numbers: 1 is NORMAL, 2 is FULL (3, EXTRA, is never set here).
+        Ok(if level == 1 {
+            Synchronous::Normal
+        } else {
+            Synchronous::Full
+        })
     }
 
     /// How many keys have waiters in this process right now.

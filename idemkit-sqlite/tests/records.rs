@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures_lite::future::block_on;
 use idemkit_core::{BlockingBackend, Claim, ManualClock, Operator, Response, State};
-use idemkit_sqlite::{Migration, SqliteBackend};
+use idemkit_sqlite::{Migration, SqliteBackend, Synchronous};
 
 use support::ScratchFile;
 
@@ -65,6 +65,25 @@ fn records_are_kept_across_a_restart() {
     assert_eq!(record.claim_token(), &held);
     assert!(record.lease_until() > BlockingBackend::now(&backend));
     assert!(BlockingBackend::renew(&backend, "held", &held, HOUR).unwrap());
+}
+
+/// By default every commit is flushed before it is acknowledged (`synchronous=FULL`),
+/// and the level asked for is the one the file is written with.
+#[test]
+fn the_default_loses_nothing_acknowledged() {
+    let file = ScratchFile::new("synchronous");
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    assert_eq!(backend.synchronous().unwrap(), Synchronous::Full);
+    let normal = SqliteBackend::builder(file.path())
+        .synchronous(Synchronous::Normal)
+        .build()
+        .unwrap();
+    assert_eq!(normal.synchronous().unwrap(), Synchronous::Normal);
+    let connection = rusqlite::Connection::open(file.path()).unwrap();
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
 }
 
 /// The operator's counts follow the records' states on the backend's clock, and a purge
