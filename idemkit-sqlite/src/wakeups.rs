@@ -192,9 +192,17 @@ mod tests {
         assert!(reads(&wakeups) > 0, "read while a waiter waits");
         drop(watch);
         assert_eq!(wakeups.watched(), 0);
-        // The read in progress when the waiter left may still land.
-        std::thread::sleep(WATCH_INTERVAL * 4);
-        let idle = reads(&wakeups);
+        // The read in progress when the waiter left may still land: wait until the count
+        // holds still (the watcher has parked), then watch it stay put.
+        let mut idle = reads(&wakeups);
+        for _ in 0..100 {
+            std::thread::sleep(WATCH_INTERVAL * 10);
+            let now = reads(&wakeups);
+            if now == idle {
+                break;
+            }
+            idle = now;
+        }
         std::thread::sleep(WATCH_INTERVAL * 40);
         assert_eq!(reads(&wakeups), idle, "no reads with nobody waiting");
         let again = wakeups.watch("j", || panic!("the watcher runs already"));
