@@ -1,6 +1,7 @@
 //! Several processes on one file: two children racing for the same keys, a child killed
 //! with SIGKILL in the middle of its writes, a child completing claims that a waiter in
-//! this process is woken for, and a child whose stale token is fenced out. The children are this crate's `idemkit-sqlite-child`.
+//! this process is woken for, and a child whose stale token is fenced out. The children
+//! are this crate's `idemkit-sqlite-child`.
 
 mod support;
 
