@@ -38,12 +38,13 @@
 //! - **One row per key** in one table (default `idemkit_records`, see [`TableName`]),
 //!   with the claim token, the fingerprint, the instants, and once completed the status,
 //!   the headers and the body (a blob of its own, stored as is).
-//! - **Atomic and fenced across processes.** The file is in WAL mode. Every write is one
-//!   `BEGIN IMMEDIATE` transaction: it takes the file's write lock before it reads, so two
-//!   processes can never both read a free key and then both try to write it (and never
-//!   deadlock upgrading a read to a write). A claim reads the row and writes it in that
-//!   one transaction; complete, release and renew are one `UPDATE`/`DELETE` each, whose
-//!   `WHERE` names the claim token: they act only for the token that holds the key. A
+//! - **Atomic and fenced across processes.** The file is in WAL mode. A claim is one
+//!   `BEGIN IMMEDIATE` transaction: it takes the file's write lock before it reads the
+//!   row, so two processes can never both read a free key and then both try to write it
+//!   (and never deadlock upgrading a read to a write). Complete, release and renew are
+//!   one `UPDATE`/`DELETE` each (SQLite runs a lone write statement the same way, the
+//!   lock taken before it reads), whose `WHERE` names the claim token: they act only for
+//!   the token that holds the key. A
 //!   writer of another process waits for the lock up to the [busy
 //!   timeout](Builder::busy_timeout), then fails with a storage error; within one process
 //!   writes queue on a mutex, never on SQLite's sleeping busy handler.

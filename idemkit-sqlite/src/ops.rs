@@ -1,6 +1,8 @@
-//! The operations as SQL on one connection: each write is one `BEGIN IMMEDIATE`
-//! transaction (it takes the file's write lock before it reads, so two processes never
-//! both read and then both try to upgrade to writing), each read one statement.
+//! The operations as SQL on one connection. A claim is one `BEGIN IMMEDIATE` transaction
+//! (it takes the file's write lock before it reads, so two processes never both read and
+//! then both try to upgrade to writing); complete, release and renew are one write
+//! statement each, which SQLite runs as a write transaction of its own, the lock taken
+//! before it reads; each read is one statement.
 
 use std::time::Duration;
 
@@ -362,15 +364,16 @@ pub(crate) fn claim(
     Ok(outcome)
 }
 
-/// Runs one fenced write in its own write transaction; whether it changed a row.
+/// Runs one fenced write; whether it changed a row. A lone write statement is its own
+/// write transaction: SQLite takes the write lock (waiting up to the busy timeout) before
+/// the statement reads, exactly as `BEGIN IMMEDIATE` would, so it needs no `BEGIN` and
+/// `COMMIT` around it.
 fn fenced(
     connection: &mut Connection,
     statement: &str,
     params: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<bool> {
-    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let changed = transaction.prepare_cached(statement)?.execute(params)?;
-    transaction.commit()?;
+    let changed = connection.prepare_cached(statement)?.execute(params)?;
     Ok(changed == 1)
 }
 
