@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
@@ -10,7 +11,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::clock::FileClock;
-use crate::connection::{Settings, open};
+use crate::connection::{Settings, Synchronous, open};
 use crate::corrupt::OnCorrupt;
 use crate::error::{OpenError, SqliteError};
 use crate::ops::{self, Found, Rules, Statements};
@@ -49,6 +50,8 @@ pub(crate) struct Inner {
     responses: SharedResponses,
     pub(crate) releases: Releases,
     on_corrupt: Option<OnCorrupt>,
+    /// Claims made by this backend: every [`ops::PURGE_EVERY`]th purges on its way.
+    claims: AtomicU64,
 }
 
 impl SqliteBackend {
@@ -119,6 +122,21 @@ impl SqliteBackend {
             .map_err(Error::from)
     }
 
+    /// The `synchronous` level the file is written with, as SQLite reports it on the
+    /// backend's write connection.
+    pub fn synchronous(&self) -> Result<Synchronous, Error> {
+        let level: i64 = self
+            .inner
+            .write(|connection| connection.query_row("PRAGMA synchronous", [], |row| row.get(0)))
+            .map_err(|error| SqliteError::sqlite("read", error))?;
+        // SQLite's numbers: 1 is NORMAL, 2 is FULL (3, EXTRA, is never set here).
+        Ok(if level == 1 {
+            Synchronous::Normal
+        } else {
+            Synchronous::Full
+        })
+    }
+
     /// How many keys have waiters in this process right now.
     pub fn watched_keys(&self) -> usize {
         self.inner.wakeups.watched()
@@ -160,6 +178,7 @@ impl Inner {
             responses: SharedResponses::default(),
             releases: Releases::default(),
             on_corrupt,
+            claims: AtomicU64::new(0),
         })
     }
 
@@ -223,6 +242,9 @@ impl Inner {
                     lease_ttl,
                     &now,
                     &self.decode(),
+                    self.claims
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(ops::PURGE_EVERY),
                 )
             })
             .map_err(ops::ClaimError::into_core)?;

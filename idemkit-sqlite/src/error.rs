@@ -24,6 +24,7 @@ pub(crate) enum Cause {
     /// not be opened).
     Other(String),
     /// The async runtime's blocking pool dropped the operation (it is shutting down).
+    #[cfg(any(feature = "tokio", feature = "smol"))]
     PoolGone,
 }
 
@@ -76,6 +77,7 @@ impl fmt::Display for SqliteError {
         match &self.cause {
             Cause::Sqlite(error) => write!(f, "{error}"),
             Cause::Other(what) => f.write_str(what),
+            #[cfg(any(feature = "tokio", feature = "smol"))]
             Cause::PoolGone => f.write_str(
                 "the async runtime's blocking pool dropped the operation (is it shutting down?)",
             ),

@@ -38,12 +38,13 @@
 //! - **One row per key** in one table (default `idemkit_records`, see [`TableName`]),
 //!   with the claim token, the fingerprint, the instants, and once completed the status,
 //!   the headers and the body (a blob of its own, stored as is).
-//! - **Atomic and fenced across processes.** The file is in WAL mode. Every write is one
-//!   `BEGIN IMMEDIATE` transaction: it takes the file's write lock before it reads, so two
-//!   processes can never both read a free key and then both try to write it (and never
-//!   deadlock upgrading a read to a write). A claim reads the row and writes it in that
-//!   one transaction; complete, release and renew are one `UPDATE`/`DELETE` each, whose
-//!   `WHERE` names the claim token: they act only for the token that holds the key. A
+//! - **Atomic and fenced across processes.** The file is in WAL mode. A claim is one
+//!   `BEGIN IMMEDIATE` transaction: it takes the file's write lock before it reads the
+//!   row, so two processes can never both read a free key and then both try to write it
+//!   (and never deadlock upgrading a read to a write). Complete, release and renew are
+//!   one `UPDATE`/`DELETE` each (SQLite runs a lone write statement the same way, the
+//!   lock taken before it reads), whose `WHERE` names the claim token: they act only for
+//!   the token that holds the key. A
 //!   writer of another process waits for the lock up to the [busy
 //!   timeout](Builder::busy_timeout), then fails with a storage error; within one process
 //!   writes queue on a mutex, never on SQLite's sleeping busy handler.
@@ -63,9 +64,11 @@
 //!   5 ms while someone in the process waits (and never otherwise), waking the waiters to
 //!   re-read their key. A lapsed lease returns at once; a waiter also re-reads on the
 //!   core's [`PollSchedule`](idemkit_core::PollSchedule); no wait outlives its timeout.
-//! - **Bounded.** Each claim deletes up to two gone records on its way (expired results,
-//!   claims lapsed past the reclaim grace), [`SqliteBackend::run_purger`] and the
-//!   [`Operator`](idemkit_core::Operator) purge delete them in bounded batches, and a new
+//! - **Bounded.** Every sixteenth claim of a process deletes up to 32 gone records on its
+//!   way (expired results, claims lapsed past the reclaim grace): two per claim, on
+//!   average, so the file keeps pace with expiry without a purger;
+//!   [`SqliteBackend::run_purger`] and the [`Operator`](idemkit_core::Operator) purge
+//!   delete them in bounded batches too, and a new
 //!   file is created with `auto_vacuum=INCREMENTAL`, so each purge batch hands the freed
 //!   pages back (`PRAGMA incremental_vacuum`): a file that runs for months stays the size
 //!   of its live records. [`Builder::max_records`] caps the rows: a new key beyond it is
@@ -83,11 +86,15 @@
 //!
 //! # Why rusqlite
 //!
-//! rusqlite (synchronous, SQLite bundled) was measured against sqlx's SQLite driver for
-//! this workload: claim+complete pairs through each, with the same pragmas. rusqlite was
-//! about twice as fast, since sqlx runs every statement through a worker thread and a
-//! channel per connection; the figures are in the repository's `BENCHMARKS.md`. The
-//! async side runs the same synchronous calls on the runtime's blocking pool.
+//! The client library was chosen by measurement: claim+complete pairs through rusqlite
+//! and through sqlx's SQLite driver, the same statements and pragmas, one pair at a time
+//! (`bench/sqlite-client-choice` in the repository). Where the disk's flush does not
+//! decide (`synchronous=NORMAL`), rusqlite ran about 3x as many pairs per second (sqlx
+//! hands every statement to a worker thread over a channel); with `synchronous=FULL`
+//! both wait on the same flush per commit and were indistinguishable within the disk's
+//! noise. rusqlite is also synchronous like the core's blocking trait, so blocking code
+//! calls SQLite directly and only the async side pays for a hop to a blocking pool. The
+//! figures are in the repository's `BENCHMARKS.md`.
 //!
 //! # Features
 //!
@@ -111,6 +118,7 @@ mod operator;
 mod ops;
 mod releases;
 mod responses;
+#[cfg(any(feature = "tokio", feature = "smol"))]
 mod runtime;
 mod schema;
 mod table;

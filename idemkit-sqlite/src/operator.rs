@@ -1,10 +1,9 @@
 //! The operator's side of the store: counts by state and a bounded purge, for the
 //! `idemkit` command; and a purger loop for services that want one.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use idemkit_core::{Error, Operator, StoreStats};
+use idemkit_core::{Error, StoreStats};
 
 use crate::backend::SqliteBackend;
 
@@ -30,7 +29,7 @@ impl SqliteBackend {
     pub async fn run_purger(&self) {
         loop {
             loop {
-                match Operator::purge_batch(self, Self::PURGE_BATCH).await {
+                match idemkit_core::Operator::purge_batch(self, Self::PURGE_BATCH).await {
                     Ok(deleted) if deleted as usize >= Self::PURGE_BATCH => continue,
                     _ => break,
                 }
@@ -46,14 +45,14 @@ impl SqliteBackend {
 }
 
 #[cfg(any(feature = "tokio", feature = "smol"))]
-impl Operator for SqliteBackend {
+impl idemkit_core::Operator for SqliteBackend {
     async fn stats(&self) -> Result<StoreStats, Error> {
-        let inner = Arc::clone(&self.inner);
+        let inner = std::sync::Arc::clone(&self.inner);
         crate::runtime::unblock("stats", move || inner.stats()).await?
     }
 
     async fn purge_batch(&self, limit: usize) -> Result<u64, Error> {
-        let inner = Arc::clone(&self.inner);
+        let inner = std::sync::Arc::clone(&self.inner);
         crate::runtime::unblock("purge", move || inner.purge_batch(limit as u64)).await?
     }
 }

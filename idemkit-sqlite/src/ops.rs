@@ -1,6 +1,8 @@
-//! The operations as SQL on one connection: each write is one `BEGIN IMMEDIATE`
-//! transaction (it takes the file's write lock before it reads, so two processes never
-//! both read and then both try to upgrade to writing), each read one statement.
+//! The operations as SQL on one connection. A claim is one `BEGIN IMMEDIATE` transaction
+//! (it takes the file's write lock before it reads, so two processes never both read and
+//! then both try to upgrade to writing); complete, release and renew are one write
+//! statement each, which SQLite runs as a write transaction of its own, the lock taken
+//! before it reads; each read is one statement.
 
 use std::time::Duration;
 
@@ -14,9 +16,13 @@ use crate::error::{Cause, SqliteError};
 use crate::responses::SharedResponses;
 use crate::table::TableName;
 
-/// How many due records a claim deletes on its way, at most: each claim adds at most one
-/// record, so deleting up to two keeps pace with expiry without a purger.
-const PURGE_PER_CLAIM: i64 = 2;
+/// Every this many claims of a process, the claim also deletes gone records on its way...
+pub(crate) const PURGE_EVERY: u64 = 16;
+
+/// ... at most this many: each claim adds at most one record, so deleting up to two per
+/// claim on average keeps pace with expiry without a purger, while fifteen claims in
+/// sixteen skip the statement.
+const PURGE_ON_CLAIM: i64 = 2 * PURGE_EVERY as i64;
 
 /// How many due records a claim that finds the store full deletes before it gives up.
 const PURGE_WHEN_FULL: i64 = 1_000;
@@ -249,12 +255,15 @@ pub(crate) fn claim(
     lease_ttl: Duration,
     now: &Reading,
     decode: &Decode<'_>,
+    purge: bool,
 ) -> Result<Claimed, ClaimError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let at = now.file;
-    transaction
-        .prepare_cached(&sql.purge)?
-        .execute(params![at, PURGE_PER_CLAIM])?;
+    if purge {
+        transaction
+            .prepare_cached(&sql.purge)?
+            .execute(params![at, PURGE_ON_CLAIM])?;
+    }
     let existing = transaction
         .prepare_cached(&sql.select)?
         .query_row([key], read_row)
@@ -355,15 +364,16 @@ pub(crate) fn claim(
     Ok(outcome)
 }
 
-/// Runs one fenced write in its own write transaction; whether it changed a row.
+/// Runs one fenced write; whether it changed a row. A lone write statement is its own
+/// write transaction: SQLite takes the write lock (waiting up to the busy timeout) before
+/// the statement reads, exactly as `BEGIN IMMEDIATE` would, so it needs no `BEGIN` and
+/// `COMMIT` around it.
 fn fenced(
     connection: &mut Connection,
     statement: &str,
     params: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<bool> {
-    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let changed = transaction.prepare_cached(statement)?.execute(params)?;
-    transaction.commit()?;
+    let changed = connection.prepare_cached(statement)?.execute(params)?;
     Ok(changed == 1)
 }
 

@@ -22,6 +22,7 @@ pub(crate) struct Releases {
 }
 
 impl Releases {
+    #[cfg_attr(not(any(feature = "tokio", feature = "smol")), allow(dead_code))]
     /// Marks a release of `key` as started; it has landed when the guard is dropped.
     pub(crate) fn begin(&self, key: &str) -> Pending {
         *self.shared.pending.lock().entry(key.into()).or_default() += 1;
@@ -35,6 +36,7 @@ impl Releases {
         self.shared.pending.lock().contains_key(key)
     }
 
+    #[cfg_attr(not(any(feature = "tokio", feature = "smol")), allow(dead_code))]
     /// Returns once no release of `key` is on its way (at once, almost always).
     pub(crate) async fn settled(&self, key: &str) {
         while self.is_pending(key) {

@@ -37,7 +37,8 @@ const COLUMNS: [&str; 11] = [
 pub enum Migration {
     /// The table did not exist: it was created, empty, at the current version.
     Created,
-    /// The table was at an older schema version and was upgraded from it.
+    /// The table was at an older schema version and was upgraded from it. (Version 1 is
+    /// the first, so nothing is upgraded yet; a later version's step will say this.)
     Upgraded {
         /// The version it was at.
         from: u32,

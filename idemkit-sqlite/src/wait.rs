@@ -2,7 +2,6 @@
 //! one in another process through the file's change counter (see `wakeups`), and a
 //! backed-off re-read ([`PollSchedule`]) is the floor under both.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use event_listener::Listener;
@@ -41,10 +40,11 @@ impl Inner {
         }
     }
 
+    #[cfg(any(feature = "tokio", feature = "smol"))]
     /// The async wait: the same steps, each read on the blocking pool, the parks and the
     /// timeout on the runtime's timer.
     pub(crate) async fn wait_async(
-        self: &Arc<Self>,
+        self: &std::sync::Arc<Self>,
         key: &str,
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
@@ -53,7 +53,7 @@ impl Inner {
             let mut polls = PollSchedule::new();
             loop {
                 let listener = watch.listen();
-                let (inner, owned) = (Arc::clone(self), key.to_owned());
+                let (inner, owned) = (std::sync::Arc::clone(self), key.to_owned());
                 let found = crate::runtime::unblock("read", move || inner.find(&owned)).await??;
                 let lease_left = match found {
                     Found::Absent | Found::Lapsed => return Ok(None),

@@ -39,6 +39,8 @@ struct Registry {
 struct Shared {
     registry: Mutex<Registry>,
     someone_waits: Condvar,
+    /// How many times the watcher has read the change counter.
+    reads: std::sync::atomic::AtomicU64,
 }
 
 /// The wake-ups of one backend.
@@ -126,6 +128,9 @@ fn watch_file(shared: &Shared, connection: &Connection, mut seen: i64) {
             }
         }
         std::thread::sleep(WATCH_INTERVAL);
+        shared
+            .reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A failed read costs latency only: the waiters re-read on their schedule.
         let Ok(version) = data_version(connection) else {
             continue;
@@ -164,5 +169,55 @@ impl Drop for KeyWatch {
                 registry.watches.remove(&self.key);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use event_listener::Listener;
+
+    use super::*;
+
+    fn reads(wakeups: &Wakeups) -> u64 {
+        wakeups.shared.reads.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn the_counter_is_read_only_while_someone_waits() {
+        let wakeups = Wakeups::default();
+        let watch = wakeups.watch("k", || Connection::open_in_memory().ok());
+        std::thread::sleep(WATCH_INTERVAL * 20);
+        assert!(reads(&wakeups) > 0, "read while a waiter waits");
+        drop(watch);
+        assert_eq!(wakeups.watched(), 0);
+        // The read in progress when the waiter left may still land: wait until the count
+        // holds still (the watcher has parked), then watch it stay put.
+        let mut idle = reads(&wakeups);
+        for _ in 0..100 {
+            std::thread::sleep(WATCH_INTERVAL * 10);
+            let now = reads(&wakeups);
+            if now == idle {
+                break;
+            }
+            idle = now;
+        }
+        std::thread::sleep(WATCH_INTERVAL * 40);
+        assert_eq!(reads(&wakeups), idle, "no reads with nobody waiting");
+        let again = wakeups.watch("j", || panic!("the watcher runs already"));
+        std::thread::sleep(WATCH_INTERVAL * 20);
+        assert!(reads(&wakeups) > idle, "reads again once someone waits");
+        drop(again);
+    }
+
+    #[test]
+    fn a_wake_reaches_only_its_keys_waiters() {
+        let wakeups = Wakeups::default();
+        let (a, b) = (wakeups.watch("a", || None), wakeups.watch("b", || None));
+        let (listen_a, listen_b) = (a.listen(), b.listen());
+        wakeups.wake("a");
+        assert!(listen_a.wait_timeout(Duration::from_secs(5)).is_some());
+        assert!(listen_b.wait_timeout(Duration::from_millis(20)).is_none());
     }
 }

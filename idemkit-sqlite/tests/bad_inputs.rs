@@ -292,3 +292,48 @@ fn a_corrupt_row_is_absent_reported_and_overwritten() {
     assert!(seen[1].reason.contains("status"), "{}", seen[1].reason);
     assert_eq!(backend.records().unwrap(), 2, "overwritten in place");
 }
+
+/// A write lock another process holds past the busy timeout is a storage error that
+/// says so, after about the timeout: never a hang. Reads go on meanwhile (WAL), and the
+/// claim works once the lock is gone.
+#[test]
+fn a_lock_held_past_the_busy_timeout_is_a_storage_error_not_a_hang() {
+    let file = ScratchFile::new("busy");
+    let backend = SqliteBackend::builder(file.path())
+        .busy_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let held = new_claim_blocking(&backend, "held");
+    let other = rusqlite::Connection::open(file.path()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let start = std::time::Instant::now();
+    let error = BlockingBackend::claim(&backend, "k", "fp", 1, HOUR).unwrap_err();
+    let waited = start.elapsed();
+    let Error::Storage(source) = &error else {
+        panic!("expected a storage error, got {error:?}");
+    };
+    let sqlite = source.downcast_ref::<SqliteError>().expect("a SqliteError");
+    assert!(sqlite.is_busy(), "{sqlite}");
+    assert_eq!(sqlite.operation(), "claim");
+    assert!(
+        waited >= Duration::from_millis(250),
+        "gave up after {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(10), "hung for {waited:?}");
+    let record = BlockingBackend::get(&backend, "held")
+        .unwrap()
+        .expect("reads go on");
+    assert_eq!(record.claim_token(), &held);
+    other.execute_batch("ROLLBACK").unwrap();
+    assert!(matches!(
+        BlockingBackend::claim(&backend, "k", "fp", 1, HOUR),
+        Ok(Claim::New(_))
+    ));
+}
+
+fn new_claim_blocking(backend: &SqliteBackend, key: &str) -> idemkit_core::ClaimToken {
+    match BlockingBackend::claim(backend, key, "fp", 1, HOUR).unwrap() {
+        Claim::New(token) => token,
+        other => panic!("expected a new claim, got {other:?}"),
+    }
+}

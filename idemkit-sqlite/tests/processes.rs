@@ -1,6 +1,7 @@
 //! Several processes on one file: two children racing for the same keys, a child killed
-//! with SIGKILL in the middle of its writes, and a child completing claims that a waiter
-//! in this process is woken for. The children are this crate's `idemkit-sqlite-child`.
+//! with SIGKILL in the middle of its writes, a child completing claims that a waiter in
+//! this process is woken for, and a child whose stale token is fenced out. The children
+//! are this crate's `idemkit-sqlite-child`.
 
 mod support;
 
@@ -195,4 +196,47 @@ mod rusqlite_check {
             .query_row("PRAGMA integrity_check", [], |row| row.get(0))
             .unwrap()
     }
+}
+
+/// Fencing across processes: once a lapsed lease is reclaimed here, the old token's
+/// completion from another process is refused and changes nothing; the new token's
+/// lands.
+#[test]
+fn another_process_with_a_stale_token_is_fenced_out() {
+    let file = ScratchFile::new("fenced");
+    let path = file.path().to_str().unwrap();
+    let backend = SqliteBackend::open(path).unwrap();
+    let lease = Duration::from_millis(300);
+    let Claim::New(stale) = BlockingBackend::claim(&backend, "order-9", "fp", 1, lease).unwrap()
+    else {
+        panic!("a fresh key");
+    };
+    std::thread::sleep(lease + Duration::from_millis(200));
+    let Claim::Reclaimed(current) =
+        BlockingBackend::claim(&backend, "order-9", "fp", 1, Duration::from_secs(60)).unwrap()
+    else {
+        panic!("the lapsed lease is reclaimed");
+    };
+    let mut completer = child(&["complete", path]);
+    let mut stdin = completer.stdin.take().unwrap();
+    let mut stdout = BufReader::new(completer.stdout.take().unwrap());
+    let mut answer = |token: &idemkit_core::ClaimToken| {
+        writeln!(stdin, "order-9 {token}").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.split_whitespace().next().unwrap().to_owned()
+    };
+    assert_eq!(answer(&stale), "refused");
+    let record = BlockingBackend::get(&backend, "order-9").unwrap().unwrap();
+    assert_eq!(
+        record.claim_token(),
+        &current,
+        "the stale write changed nothing"
+    );
+    assert!(record.response().is_none());
+    assert_eq!(answer(&current), "done");
+    let record = BlockingBackend::get(&backend, "order-9").unwrap().unwrap();
+    assert_eq!(record.response().unwrap().status, 200);
+    drop(stdin);
+    completer.wait().unwrap();
 }
