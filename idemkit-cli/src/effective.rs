@@ -74,7 +74,6 @@ pub fn effective_key(raw: &str, parts: &RequestParts<'_>) -> Result<String, Fail
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idemkit_core::Key;
 
     fn parts<'a>(scope: Option<&'a str>, method: &'a str, path: &'a str) -> RequestParts<'a> {
         RequestParts {
@@ -85,19 +84,32 @@ mod tests {
     }
 
     #[test]
-    fn it_is_the_layers_key_of_key_scope_method_and_path() {
+    fn it_names_one_record_per_key_scope_method_and_path() {
         let key = effective_key("K1", &parts(Some("tenant-a"), "POST", "/resources/")).unwrap();
-        // The layer's documented construction, as a cross-check of what it computed.
-        assert_eq!(
-            key,
-            Key::new(["K1", "tenant-a", "POST", "/resources"]).as_str()
+        assert_eq!(key.len(), 64);
+        assert!(
+            key.bytes()
+                .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
         );
+        // What the records written by the layer are found by is tested over HTTP, against
+        // the conformance server (tests/); here, that every part tells records apart.
+        for other in [
+            effective_key("K2", &parts(Some("tenant-a"), "POST", "/resources")),
+            effective_key("K1", &parts(Some("tenant-b"), "POST", "/resources")),
+            effective_key("K1", &parts(Some("tenant-a"), "PUT", "/resources")),
+            effective_key("K1", &parts(Some("tenant-a"), "POST", "/other")),
+        ] {
+            assert_ne!(other.unwrap(), key);
+        }
         let unscoped = effective_key("K1", &parts(None, "POST", "/r")).unwrap();
         assert_eq!(
             unscoped,
             effective_key("K1", &parts(Some(""), "POST", "/r")).unwrap()
         );
-        assert_ne!(unscoped, key);
+        assert_ne!(
+            unscoped,
+            effective_key("K1", &parts(Some("s"), "POST", "/r")).unwrap()
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use idemkit_core::{Backend, Claim, ClaimToken, Response};
 use idemkit_redis::RedisBackend;
 use redis::Commands;
 use redis_harness::RedisServer;
-use support::{ConformanceServer, closed_port, http, idemkit, namespace};
+use support::{ConformanceServer, closed_port, http, idemkit, identity_scope, namespace};
 
 /// In the child process that `ConformanceServer::start` runs: the server itself.
 #[test]
@@ -107,7 +107,7 @@ fn inspect_finds_a_record_the_conformance_server_stored_by_its_raw_key() {
         "--namespace",
         &namespace,
         "--scope",
-        "identity:alice",
+        &identity_scope("alice"),
         "--method",
         "POST",
         "--path",
@@ -180,9 +180,9 @@ fn inspect_finds_a_record_the_conformance_server_stored_by_its_raw_key() {
 
     // Another caller's scope, another path or another namespace names no record.
     for (scope, path, space) in [
-        ("identity:bob", "/charges", namespace.as_str()),
-        ("identity:alice", "/refunds", namespace.as_str()),
-        ("identity:alice", "/charges", "idemkit"),
+        (&identity_scope("bob"), "/charges", namespace.as_str()),
+        (&identity_scope("alice"), "/refunds", namespace.as_str()),
+        (&identity_scope("alice"), "/charges", "idemkit"),
     ] {
         let run = idemkit(&[
             "inspect",

@@ -49,6 +49,13 @@ pub fn namespace(tag: &str) -> String {
     )
 }
 
+/// The scope the conformance server's scope function gives a caller whose `X-Identity`
+/// header is `identity`: `identity:` and its bytes in hex.
+pub fn identity_scope(identity: &str) -> String {
+    let hex: String = identity.bytes().map(|byte| format!("{byte:02x}")).collect();
+    format!("identity:{hex}")
+}
+
 /// A loopback port nothing listens on (bound, then let go).
 pub fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
