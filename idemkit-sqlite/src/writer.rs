@@ -49,7 +49,10 @@ impl Writer {
         });
         let filled = Arc::clone(&slot);
         let job: Job = Box::new(move || {
-            *filled.value.lock() = Some(work());
+            // A panic is the waiting future's error, not the end of the thread (and of
+            // every write queued behind it).
+            let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            *filled.value.lock() = Some(output.map_err(|_| ()));
             filled.filled.notify(usize::MAX);
         });
         if !self.push(job) {
@@ -60,8 +63,10 @@ impl Writer {
         }
         loop {
             let listener = slot.filled.listen();
-            if let Some(value) = slot.value.lock().take() {
-                return Ok(value);
+            if let Some(output) = slot.value.lock().take() {
+                return output.map_err(|()| {
+                    SqliteError::new(operation, Cause::Other("the operation panicked".to_owned()))
+                });
             }
             listener.await;
         }
@@ -88,9 +93,9 @@ impl Writer {
     }
 }
 
-/// Where a job leaves its output for the future waiting on it.
+/// Where a job leaves its output (or that it panicked) for the future waiting on it.
 struct Slot<T> {
-    value: Mutex<Option<T>>,
+    value: Mutex<Option<Result<T, ()>>>,
     filled: Event,
 }
 
@@ -147,6 +152,19 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         panic!("the writer thread kept the queue alive");
+    }
+
+    #[test]
+    fn a_panicking_job_is_its_callers_error_and_the_thread_goes_on() {
+        let writer = Writer::default();
+        let panicked = futures_lite::future::block_on(
+            writer.run("test", || -> u8 { panic!("a job that panics") }),
+        );
+        assert!(panicked.unwrap_err().to_string().contains("panicked"));
+        assert_eq!(
+            futures_lite::future::block_on(writer.run("test", || 5)).unwrap(),
+            5
+        );
     }
 
     #[test]
