@@ -247,5 +247,9 @@ fn start_up_errors_say_why_at_once() {
         stderr.contains("WRONGPASS invalid username-password pair"),
         "the server's own words: {stderr}"
     );
+    assert!(
+        !stderr.contains(":wrong@"),
+        "the password is never printed: {stderr}"
+    );
     assert!(took < at_once, "took {took:?}: {stderr}");
 }

@@ -50,7 +50,7 @@ impl Store {
                 let backend = builder
                     .build()
                     .await
-                    .map_err(|error| format!("backend {url}: {error}"))?;
+                    .map_err(|error| format!("backend {}: {error}", redacted(url)))?;
                 Ok(Store {
                     backend: DynBackend::new(backend.clone()),
                     kind: Kind::Redis(backend),
@@ -94,7 +94,7 @@ impl Store {
                     .migrate(true)
                     .build()
                     .await
-                    .map_err(|error| format!("backend {url}: {error}"))?;
+                    .map_err(|error| format!("backend {}: {error}", redacted(url)))?;
                 if options.effects {
                     sqlx::query(
                         "CREATE TABLE IF NOT EXISTS idemkit_test_effects \
@@ -169,4 +169,41 @@ fn print_corrupt(key: &str, storage_key: &str, reason: &str, overwritten: bool, 
         "overwritten": overwritten,
         "backend": backend,
     }));
+}
+
+/// `url` with the password of its user information (`scheme://user:password@host`)
+/// replaced by `***`, so that an error message never prints a credential.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((user_info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match user_info.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redacted;
+
+    #[test]
+    fn passwords_never_reach_an_error_message() {
+        assert_eq!(
+            redacted("redis://:secret@127.0.0.1:6379/"),
+            "redis://:***@127.0.0.1:6379/"
+        );
+        assert_eq!(
+            redacted("postgres://app:p@ss@db:5432/test?sslmode=disable"),
+            "postgres://app:***@db:5432/test?sslmode=disable"
+        );
+        assert_eq!(redacted("postgres://app@db/test"), "postgres://app@db/test");
+        assert_eq!(redacted("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redacted("not a url"), "not a url");
+    }
 }
