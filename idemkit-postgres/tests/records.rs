@@ -617,14 +617,19 @@ async fn notifications_are_demultiplexed_to_the_keys_waiters() {
         )
     };
     let before = backend.reads();
+    let started = Instant::now();
     for _ in 0..5 {
         notify("someone-else");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let others = backend.reads() - before;
+    // Polls come at most a second apart: each psql may take long on a loaded machine,
+    // so the polls the time taken allows are not counted against the waiter.
+    let polls = started.elapsed().as_secs() + 1;
     assert!(
-        others <= 1,
-        "{others} re-reads for another key's notifications"
+        others <= polls,
+        "{others} re-reads for another key's notifications in {:?}",
+        started.elapsed()
     );
     let before = backend.reads();
     for _ in 0..5 {
