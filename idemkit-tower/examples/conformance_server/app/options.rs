@@ -14,7 +14,8 @@ usage: conformance_server [options]
                          `postgres://USER@HOST:PORT/DB` (its table migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
                          Redis and a namespace share their records (on PostgreSQL: the
-                         table, unless --table names one)
+                         table, unless --table names one; a name that is not a valid
+                         table name becomes `idemkit_<name, other characters as _>_<hash>`)
   --table NAME           the PostgreSQL table of the records (default `idemkit_records`)
   --effects              (PostgreSQL) each handler call first inserts a row (the raw
                          Idempotency-Key, the server id, the call number) into
