@@ -11,7 +11,8 @@ usage: conformance_server [options]
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
   --backend BACKEND      `memory` (default), `redis://HOST:PORT` or
-                         `postgres://USER@HOST:PORT/DB` (its table migrated at start)
+                         `postgres://USER@HOST:PORT/DB` (or postgresql://; its table
+                         migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
                          Redis and a namespace share their records (on PostgreSQL: the
                          table, unless --table names one; a name that is not a valid
@@ -172,7 +173,10 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         Ok(BackendChoice::Memory)
     } else if text.starts_with("redis://") && text.len() > "redis://".len() {
         Ok(BackendChoice::Redis(text.to_owned()))
-    } else if text.starts_with("postgres://") && text.len() > "postgres://".len() {
+    } else if ["postgres://", "postgresql://"]
+        .iter()
+        .any(|scheme| text.starts_with(scheme) && text.len() > scheme.len())
+    {
         Ok(BackendChoice::Postgres(text.to_owned()))
     } else {
         Err(format!(
@@ -266,6 +270,11 @@ mod tests {
         assert!(error(&["--listen"]).contains("--listen needs"));
         assert!(error(&["--backend", "mysql://x"]).contains("neither"));
         assert!(error(&["--backend", "postgres://"]).contains("neither"));
+        // libpq's other scheme names the same kind of URL.
+        assert_eq!(
+            serve(&["--backend", "postgresql://app@db/app"]).backend,
+            BackendChoice::Postgres("postgresql://app@db/app".to_owned())
+        );
         assert!(error(&["--effects"]).contains("needs a postgres"));
         assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));
