@@ -19,7 +19,7 @@ pub(crate) enum Commands {
 
 impl Commands {
     /// Sends `cmd`; a server's error reply is an `Err`.
-    async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
+    pub(crate) async fn send(&self, cmd: &Cmd) -> RedisResult<Value> {
         let reply = match self {
             Commands::Server(manager) => manager.clone().req_packed_command(cmd).await,
             Commands::Cluster(cluster) => cluster.clone().req_packed_command(cmd).await,

@@ -41,6 +41,11 @@
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.
+//! - **Counts and purge for operators.** [`RedisBackend`] implements
+//!   [`Operator`](idemkit_core::Operator) (what `idemkit stats` and `idemkit purge` use)
+//!   by walking its namespace with `SCAN`, judged by the server's clock. Since every
+//!   record expires by itself, a purge only finds records whose key outlived them (a TTL
+//!   removed by hand, a restore without TTLs); a Redis Cluster is not walked.
 //! - **Waiters are woken by the server.** Complete, release and a claim that replaces a
 //!   record publish on a channel named like the key. Each backend holds one subscription
 //!   connection and subscribes it to the keys its waiters wait on, then demultiplexes to
@@ -109,6 +114,7 @@ mod corrupt;
 mod error;
 mod headers;
 mod layout;
+mod operator;
 mod record;
 mod releases;
 mod reply;

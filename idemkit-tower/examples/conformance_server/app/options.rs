@@ -10,14 +10,15 @@ usage: conformance_server [options]
 
   --listen ADDR          address to listen on (default 127.0.0.1:8080); once it accepts
                          connections the server prints `listening on ADDR`
-  --backend BACKEND      `memory` (default), `redis://HOST:PORT` or
-                         `postgres://USER@HOST:PORT/DB` (or postgresql://; its table
+  --backend BACKEND      `memory` (default), `redis://HOST:PORT`, `sqlite://PATH` (a
+                         file, created if missing; servers on one file act as replicas)
+                         or `postgres://USER@HOST:PORT/DB` (or postgresql://; its table
                          migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
                          Redis and a namespace share their records (on PostgreSQL: the
                          table, unless --table names one; a name that is not a valid
                          table name becomes `idemkit_<name, other characters as _>_<hash>`)
-  --table NAME           the PostgreSQL table of the records (default `idemkit_records`)
+  --table NAME           the table of an SQL store (default `idemkit_records`)
   --effects              (PostgreSQL) each handler call first inserts a row (the raw
                          Idempotency-Key, the server id, the call number) into
                          `idemkit_test_effects` inside the request's transaction, which
@@ -38,6 +39,8 @@ pub enum BackendChoice {
     Memory,
     /// A Redis server, by URL (`redis://HOST:PORT`).
     Redis(String),
+    /// An SQLite file, by path (from `sqlite://PATH`).
+    Sqlite(String),
     /// A PostgreSQL database, by URL (`postgres://USER@HOST:PORT/DB`).
     Postgres(String),
 }
@@ -173,6 +176,11 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         Ok(BackendChoice::Memory)
     } else if text.starts_with("redis://") && text.len() > "redis://".len() {
         Ok(BackendChoice::Redis(text.to_owned()))
+    } else if let Some(path) = text
+        .strip_prefix("sqlite://")
+        .filter(|path| !path.is_empty())
+    {
+        Ok(BackendChoice::Sqlite(path.to_owned()))
     } else if ["postgres://", "postgresql://"]
         .iter()
         .any(|scheme| text.starts_with(scheme) && text.len() > scheme.len())
@@ -180,8 +188,8 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         Ok(BackendChoice::Postgres(text.to_owned()))
     } else {
         Err(format!(
-            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT` nor \
-             `postgres://USER@HOST:PORT/DB`"
+            "--backend: `{text}` is neither `memory`, `redis://HOST:PORT`, `sqlite://PATH` \
+             nor `postgres://USER@HOST:PORT/DB`"
         ))
     }
 }
@@ -245,6 +253,16 @@ mod tests {
         assert_eq!(options.max_body_bytes, Some(1024));
         assert_eq!(options.compat, Compat::Stripe);
         assert_eq!(serve(&["--backend=memory"]).backend, BackendChoice::Memory);
+        let sqlite = serve(&["--backend", "sqlite:///tmp/x.db", "--table", "t1"]);
+        assert_eq!(
+            sqlite.backend,
+            BackendChoice::Sqlite("/tmp/x.db".to_owned())
+        );
+        assert_eq!(sqlite.table.as_deref(), Some("t1"));
+        assert_eq!(
+            serve(&["--backend=sqlite://records.db"]).backend,
+            BackendChoice::Sqlite("records.db".to_owned())
+        );
         let postgres = serve(&[
             "--backend",
             "postgres://app@127.0.0.1:5432/app",
@@ -278,6 +296,7 @@ mod tests {
         assert!(error(&["--effects"]).contains("needs a postgres"));
         assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));
+        assert!(error(&["--backend", "sqlite://"]).contains("neither"));
         assert!(error(&["--wait-timeout-ms", "soon"]).contains("milliseconds"));
         assert!(error(&["--lease-ttl-ms", "0"]).contains("at least 1"));
         assert!(error(&["--max-body-bytes", "-1"]).contains("byte count"));

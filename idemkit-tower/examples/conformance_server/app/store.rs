@@ -3,6 +3,7 @@
 use idemkit_core::{DynBackend, InMemoryBackend, Key};
 use idemkit_postgres::PostgresBackend;
 use idemkit_redis::{CorruptRecord, RedisBackend};
+use idemkit_sqlite::SqliteBackend;
 use idemkit_tokio::TokioTimer;
 
 use super::options::{BackendChoice, Options};
@@ -19,6 +20,7 @@ pub struct Store {
 enum Kind {
     Memory,
     Redis(RedisBackend),
+    Sqlite(SqliteBackend),
     Postgres(PostgresBackend),
 }
 
@@ -52,6 +54,32 @@ impl Store {
                 Ok(Store {
                     backend: DynBackend::new(backend.clone()),
                     kind: Kind::Redis(backend),
+                })
+            }
+            BackendChoice::Sqlite(path) => {
+                let mut builder = SqliteBackend::builder(path).on_corrupt_record(|record| {
+                    print_corrupt(
+                        &record.key,
+                        &record.storage_key,
+                        &record.reason,
+                        record.overwritten,
+                        "sqlite",
+                    )
+                });
+                if let Some(table) = &options.table {
+                    builder = builder
+                        .table(table)
+                        .map_err(|error| format!("--table: {error}"))?;
+                }
+                let backend = builder
+                    .build()
+                    .map_err(|error| format!("backend sqlite://{path}: {error}"))?;
+                // Gone records are purged in the background, so the file stays small.
+                let purger = backend.clone();
+                tokio::spawn(async move { purger.run_purger().await });
+                Ok(Store {
+                    backend: DynBackend::new(backend.clone()),
+                    kind: Kind::Sqlite(backend),
                 })
             }
             BackendChoice::Postgres(url) => {
@@ -98,6 +126,7 @@ impl Store {
         match self.kind {
             Kind::Memory => "memory",
             Kind::Redis(_) => "redis",
+            Kind::Sqlite(_) => "sqlite",
             Kind::Postgres(_) => "postgres",
         }
     }
@@ -107,6 +136,7 @@ impl Store {
         match &self.kind {
             Kind::Memory => key.as_str().to_owned(),
             Kind::Redis(backend) => backend.storage_key(key.as_str()),
+            Kind::Sqlite(backend) => backend.storage_key(key.as_str()),
             Kind::Postgres(backend) => backend.storage_key(key.as_str()),
         }
     }
@@ -162,15 +192,26 @@ pub fn namespace_table(namespace: &str) -> String {
 
 /// One JSON line for a value at a record's key that is not a record.
 fn print_corrupt_record(record: &CorruptRecord) {
+    print_corrupt(
+        &record.key,
+        &record.storage_key,
+        &record.reason,
+        record.overwritten,
+        "redis",
+    );
+}
+
+/// One JSON line for a stored value that is not a record, in `backend`.
+fn print_corrupt(key: &str, storage_key: &str, reason: &str, overwritten: bool, backend: &str) {
     super::print_line(&serde_json::json!({
         "event": "idempotency.corrupt_record",
         "decision": "corrupt_record",
         "corrupt": true,
-        "effective_key": record.key,
-        "storage_key": record.storage_key,
-        "reason": record.reason,
-        "overwritten": record.overwritten,
-        "backend": "redis",
+        "effective_key": key,
+        "storage_key": storage_key,
+        "reason": reason,
+        "overwritten": overwritten,
+        "backend": backend,
     }));
 }
 
