@@ -104,6 +104,7 @@
 //! smol's (async-io), which also serves blocking code. Build the backend where it will be
 //! used; blocking calls park their thread, so make them from threads, not async tasks.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;
