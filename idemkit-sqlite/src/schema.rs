@@ -259,24 +259,15 @@ fn refuse_a_foreign_database(
     if tables.is_empty() || idemkit {
         return Ok(());
     }
-    let shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
-    Err(mismatch(
-        path,
-        table,
-        format!(
-            "the file holds another program's tables ({}{}) and none of idemkit's",
-            shown.join(", "),
-            if tables.len() > shown.len() {
-                ", ..."
-            } else {
-                ""
-            }
-        ),
-        format!(
-            "point the store at a file of its own, or add the table to this database on purpose with `idemkit migrate sqlite://{} --table {table}` (or `SqliteBackend::migrate`); the file was left as it is",
-            path.display()
-        ),
-    ))
+    let mut shown: Vec<String> = tables.iter().take(5).cloned().collect();
+    if tables.len() > shown.len() {
+        shown.push("...".to_owned());
+    }
+    Err(OpenError::OtherDatabase {
+        path: path.to_owned(),
+        table: table.to_string(),
+        tables: shown,
+    })
 }
 
 fn mismatch(path: &Path, table: &TableName, found: String, remedy: String) -> OpenError {

@@ -118,11 +118,12 @@ fn another_programs_database_is_refused_and_left_untouched() {
             .map(drop)
             .unwrap_err();
         assert!(
-            matches!(error, OpenError::SchemaMismatch { .. }),
+            matches!(error, OpenError::OtherDatabase { .. }),
             "{error:?}"
         );
         let text = error.to_string();
         assert!(text.contains("users"), "names what it found: {text}");
+        assert!(text.contains(table), "{text}");
         assert!(text.contains("idemkit migrate sqlite://"), "{text}");
     }
     assert_eq!(
