@@ -77,9 +77,10 @@
 //!   read-only file (by the file system, or by permissions that give nobody write
 //!   access), a table of another layout or schema version, or another program's
 //!   database (tables, none of them idemkit's: [`SqliteBackend::migrate`] adds the table
-//!   to one on purpose) is an [`OpenError`] at open, and nothing is written to it; a full disk, a lock held past the busy
-//!   timeout or a damaged row is an [`Error::Storage`](idemkit_core::Error::Storage)
-//!   carrying a [`SqliteError`], and the write is rolled back. A single row that is not a
+//!   to one on purpose) is an [`OpenError`] at open, and nothing is written to it; a
+//!   full disk, a lock held past the busy timeout or a damaged row is an
+//!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`SqliteError`], and the
+//!   write is rolled back. A single row that is not a
 //!   record (damaged, or written by hand) is treated as absent, reported, and
 //!   overwritten by the next claim ([`CorruptRecord`]).
 //! - **Schema.** The table is created when missing ([`Builder::require_table`] refuses
