@@ -14,8 +14,8 @@ usage: conformance_server [options]
                          file, created if missing; servers on one file act as replicas)
                          or `postgres://USER@HOST:PORT/DB` (its table migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
-                         Redis and a namespace share their records (on PostgreSQL: the
-                         table, unless --table names one)
+                         Redis and a namespace share their records (on PostgreSQL and
+                         SQLite: the table, unless --table names one)
   --table NAME           the table of an SQL store (default `idemkit_records`)
   --effects              (PostgreSQL) each handler call first inserts a row (the raw
                          Idempotency-Key, the server id, the call number) into

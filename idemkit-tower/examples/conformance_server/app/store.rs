@@ -66,10 +66,17 @@ impl Store {
                         "sqlite",
                     )
                 });
-                if let Some(table) = &options.table {
+                // As on PostgreSQL: --table, or else --namespace, names the table, so
+                // servers that share a file and a namespace share their records.
+                let table = match (&options.table, &options.namespace) {
+                    (Some(table), _) => Some(("--table", table)),
+                    (None, Some(namespace)) => Some(("--namespace", namespace)),
+                    (None, None) => None,
+                };
+                if let Some((option, table)) = table {
                     builder = builder
                         .table(table)
-                        .map_err(|error| format!("--table: {error}"))?;
+                        .map_err(|error| format!("{option} on SQLite names the table: {error}"))?;
                 }
                 let backend = builder
                     .build()
