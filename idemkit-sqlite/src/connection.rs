@@ -39,6 +39,10 @@ impl Synchronous {
     }
 }
 
+/// The size, in bytes, the write-ahead log is cut back to after a checkpoint empties it
+/// (`PRAGMA journal_size_limit`): about what SQLite's automatic checkpoint lets it reach.
+pub(crate) const WAL_SIZE_LIMIT: i64 = 4 * 1024 * 1024;
+
 /// What every connection to the file is opened with.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -140,6 +144,12 @@ pub(crate) fn configure(
     }
     connection
         .pragma_update(None, "synchronous", settings.synchronous.pragma())
+        .map_err(sqlite)?;
+    // The write-ahead log grows past its checkpoint size while a reader holds a burst
+    // of commits back, and a WAL file never shrinks by itself: cut it back to this once
+    // a checkpoint has emptied it, so a long-lived file keeps no peak on disk.
+    let _: i64 = connection
+        .pragma_update_and_check(None, "journal_size_limit", WAL_SIZE_LIMIT, |row| row.get(0))
         .map_err(sqlite)?;
     if let Some(pages) = settings.max_page_count {
         let _: i64 = connection

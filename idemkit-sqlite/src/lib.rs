@@ -71,7 +71,8 @@
 //!   delete them in bounded batches too, and a new
 //!   file is created with `auto_vacuum=INCREMENTAL`, so each purge batch hands the freed
 //!   pages back (`PRAGMA incremental_vacuum`): a file that runs for months stays the size
-//!   of its live records. [`Builder::max_records`] caps the rows: a new key beyond it is
+//!   of its live records. Its write-ahead log is cut back to 4 MiB once a checkpoint
+//!   empties it (`journal_size_limit`), so a burst leaves no peak on disk either. [`Builder::max_records`] caps the rows: a new key beyond it is
 //!   refused with `Error::Full`, never by evicting anything.
 //! - **Files it does not understand are left alone.** A file that is not a database, a
 //!   read-only file (by the file system, or by permissions that give nobody write
