@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::clock::FileClock;
-use crate::connection::{Settings, Synchronous, open};
+use crate::connection::{Settings, Synchronous, configure, connect, open};
 use crate::corrupt::OnCorrupt;
 use crate::error::{OpenError, SqliteError};
 use crate::ops::{self, Found, Rules, Statements};
@@ -68,7 +68,9 @@ impl SqliteBackend {
     /// Creates the table `table` in the file at `path` (and the file) if missing, or
     /// upgrades it to the current schema version, and says which it did. Run again, it
     /// does nothing and says so. A table it does not understand (another program's, or a
-    /// newer version's) is refused and left as it is.
+    /// newer version's) is refused and left as it is. Unlike [`open`](SqliteBackend::open),
+    /// it adds the table to a database that holds other programs' tables: that is how a
+    /// store is put into an existing database on purpose.
     ///
     /// ```
     /// use idemkit_sqlite::{Migration, SqliteBackend};
@@ -85,8 +87,11 @@ impl SqliteBackend {
     pub fn migrate(path: impl AsRef<Path>, table: &str) -> Result<Migration, OpenError> {
         let path = path.as_ref();
         let table = TableName::new(table)?;
-        let mut connection = open(path, &crate::builder::default_settings())?;
-        ensure(&mut connection, path, &table, Absent::Create)
+        let settings = crate::builder::default_settings();
+        let mut connection = connect(path, &settings)?;
+        let migration = ensure(&mut connection, path, &table, Absent::CreateAnywhere)?;
+        configure(&connection, path, &settings)?;
+        Ok(migration)
     }
 
     /// The file.
@@ -166,8 +171,11 @@ impl Inner {
         absent: Absent,
         on_corrupt: Option<OnCorrupt>,
     ) -> Result<Inner, OpenError> {
-        let mut writer = open(&path, &settings)?;
+        // The tables are checked before the file is switched to WAL: a file refused is
+        // left exactly as it was.
+        let mut writer = connect(&path, &settings)?;
         ensure(&mut writer, &path, &table, absent)?;
+        configure(&writer, &path, &settings)?;
         Ok(Inner {
             sql: Statements::new(&table),
             path,

@@ -149,9 +149,13 @@ impl Builder {
         self
     }
 
-    /// Opens the file: refuses a file that is not a database, cannot be written or
-    /// holds the table in a layout this version does not read, and creates the table if
-    /// it is missing (unless [`Builder::require_table`]).
+    /// Opens the file: refuses a file that is not a database, cannot be written (its
+    /// permissions give nobody write access, or the file system refuses) or holds the
+    /// table in a layout this version does not read, and creates the table if it is
+    /// missing (unless [`Builder::require_table`]), but only in a new or empty file or
+    /// one holding idemkit's tables: a database of other tables only is another
+    /// program's, refused ([`SqliteBackend::migrate`] adds the table to it on purpose).
+    /// A refused file is left exactly as it was.
     pub fn build(self) -> Result<SqliteBackend, OpenError> {
         let inner = Inner::new(
             self.path,

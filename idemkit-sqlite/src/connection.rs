@@ -39,6 +39,10 @@ impl Synchronous {
     }
 }
 
+/// The size, in bytes, the write-ahead log is cut back to after a checkpoint empties it
+/// (`PRAGMA journal_size_limit`): about what SQLite's automatic checkpoint lets it reach.
+pub(crate) const WAL_SIZE_LIMIT: i64 = 4 * 1024 * 1024;
+
 /// What every connection to the file is opened with.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -50,10 +54,28 @@ pub(crate) struct Settings {
 /// A connection to `path`, created if missing, in WAL mode with `settings`. A file that
 /// is not a database, or that cannot be written, is refused before anything is written.
 pub(crate) fn open(path: &Path, settings: &Settings) -> Result<Connection, OpenError> {
+    let connection = connect(path, settings)?;
+    configure(&connection, path, settings)?;
+    Ok(connection)
+}
+
+/// A connection to `path`, created if missing, with the busy timeout but nothing yet
+/// written to the file: the journal mode is the file's own. A file that is not a
+/// database, or that cannot be written, is refused here. The schema is checked on this
+/// connection before [`configure`] switches the file to WAL, so that a file refused for
+/// its tables is left exactly as it was, journal mode included.
+pub(crate) fn connect(path: &Path, settings: &Settings) -> Result<Connection, OpenError> {
     let sqlite = |source| OpenError::Sqlite {
         path: path.to_owned(),
         source,
     };
+    // Write permission nobody has: its owner marked it read-only. Root could write it
+    // anyway, and SQLite would; a store honours the mark instead of overriding it.
+    if std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().readonly()) {
+        return Err(OpenError::ReadOnly {
+            path: path.to_owned(),
+        });
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -94,6 +116,19 @@ pub(crate) fn open(path: &Path, settings: &Settings) -> Result<Connection, OpenE
             .pragma_update(None, "auto_vacuum", "INCREMENTAL")
             .map_err(sqlite)?;
     }
+    Ok(connection)
+}
+
+/// Switches the file to WAL (a no-op once it is) and sets `settings` on `connection`.
+pub(crate) fn configure(
+    connection: &Connection,
+    path: &Path,
+    settings: &Settings,
+) -> Result<(), OpenError> {
+    let sqlite = |source| OpenError::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
     let mode: String = connection
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
         .map_err(|source| match source.sqlite_error_code() {
@@ -110,12 +145,18 @@ pub(crate) fn open(path: &Path, settings: &Settings) -> Result<Connection, OpenE
     connection
         .pragma_update(None, "synchronous", settings.synchronous.pragma())
         .map_err(sqlite)?;
+    // The write-ahead log grows past its checkpoint size while a reader holds a burst
+    // of commits back, and a WAL file never shrinks by itself: cut it back to this once
+    // a checkpoint has emptied it, so a long-lived file keeps no peak on disk.
+    let _: i64 = connection
+        .pragma_update_and_check(None, "journal_size_limit", WAL_SIZE_LIMIT, |row| row.get(0))
+        .map_err(sqlite)?;
     if let Some(pages) = settings.max_page_count {
         let _: i64 = connection
             .pragma_update_and_check(None, "max_page_count", pages, |row| row.get(0))
             .map_err(sqlite)?;
     }
-    Ok(connection)
+    Ok(())
 }
 
 /// Whether `path` or, for a file not made yet, its directory cannot be written.

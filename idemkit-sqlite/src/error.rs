@@ -144,6 +144,19 @@ pub enum OpenError {
         /// What to do about it.
         remedy: String,
     },
+    /// The file is another program's database: it holds tables, none of them idemkit's,
+    /// and opening a store does not add its table to it unasked (a path pointed at the
+    /// wrong file). [`SqliteBackend::migrate`](crate::SqliteBackend::migrate) adds the
+    /// table on purpose. Nothing was changed.
+    #[error("{} is another program's database (tables {}; none of idemkit's): the store does not add its table `{table}` to it unasked; point it at a file of its own, or add the table on purpose with `idemkit migrate sqlite://{} --table {table}` (or `SqliteBackend::migrate`); the file was left untouched", path.display(), tables.join(", "), path.display())]
+    OtherDatabase {
+        /// The file.
+        path: PathBuf,
+        /// The table that would have been created.
+        table: String,
+        /// The first few of the tables it holds.
+        tables: Vec<String>,
+    },
     /// The table does not exist and the builder was told not to create it.
     #[error("{} has no table `{table}`: run `idemkit migrate sqlite://{} --table {table}` (or `SqliteBackend::migrate`) first", path.display(), path.display())]
     Missing {

@@ -71,13 +71,17 @@
 //!   delete them in bounded batches too, and a new
 //!   file is created with `auto_vacuum=INCREMENTAL`, so each purge batch hands the freed
 //!   pages back (`PRAGMA incremental_vacuum`): a file that runs for months stays the size
-//!   of its live records. [`Builder::max_records`] caps the rows: a new key beyond it is
+//!   of its live records. Its write-ahead log is cut back to 4 MiB once a checkpoint
+//!   empties it (`journal_size_limit`), so a burst leaves no peak on disk either. [`Builder::max_records`] caps the rows: a new key beyond it is
 //!   refused with `Error::Full`, never by evicting anything.
 //! - **Files it does not understand are left alone.** A file that is not a database, a
-//!   read-only file, or a table of another layout or schema version is an [`OpenError`]
-//!   at open, and nothing is written to it; a full disk, a lock held past the busy
-//!   timeout or a damaged row is an [`Error::Storage`](idemkit_core::Error::Storage)
-//!   carrying a [`SqliteError`], and the write is rolled back. A single row that is not a
+//!   read-only file (by the file system, or by permissions that give nobody write
+//!   access), a table of another layout or schema version, or another program's
+//!   database (tables, none of them idemkit's: [`SqliteBackend::migrate`] adds the table
+//!   to one on purpose) is an [`OpenError`] at open, and nothing is written to it; a
+//!   full disk, a lock held past the busy timeout or a damaged row is an
+//!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`SqliteError`], and the
+//!   write is rolled back. A single row that is not a
 //!   record (damaged, or written by hand) is treated as absent, reported, and
 //!   overwritten by the next claim ([`CorruptRecord`]).
 //! - **Schema.** The table is created when missing ([`Builder::require_table`] refuses

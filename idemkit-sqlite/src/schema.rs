@@ -67,7 +67,12 @@ impl std::fmt::Display for Migration {
 /// Whether opening may create a missing table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Absent {
+    /// Create it in a file with no tables or with idemkit's tables only; a file that
+    /// holds other tables and none of idemkit's is another program's database, refused.
     Create,
+    /// Create it in any database (an explicit migration: the operator asked for it).
+    CreateAnywhere,
+    /// Refuse a file without it.
     Refuse,
 }
 
@@ -103,6 +108,9 @@ pub(crate) fn ensure(
             });
         }
         Found::Nothing => {
+            if absent == Absent::Create {
+                refuse_a_foreign_database(&transaction, path, table)?;
+            }
             transaction
                 .execute_batch(&create_sql(table))
                 .map_err(sqlite)?;
@@ -219,6 +227,47 @@ fn inspect(connection: &Connection, path: &Path, table: &TableName) -> Result<Fo
         ));
     }
     Ok(Found::Current)
+}
+
+/// Refuses a file that holds tables, none of them idemkit's: another program's database,
+/// which opening a store must not add to unasked (a path pointed at the wrong file).
+/// [`migrate`](crate::SqliteBackend::migrate) adds the table on purpose.
+fn refuse_a_foreign_database(
+    connection: &Connection,
+    path: &Path,
+    table: &TableName,
+) -> Result<(), OpenError> {
+    let sqlite = |source| OpenError::Sqlite {
+        path: path.to_owned(),
+        source,
+    };
+    let mut statement = connection
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+        .map_err(sqlite)?;
+    let tables = statement
+        .query_map([], |row| row.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(sqlite)?;
+    let lowercase: Vec<String> = tables
+        .iter()
+        .map(|name| name.to_ascii_lowercase())
+        .collect();
+    // Each idemkit table comes with its `<name>_meta` companion.
+    let idemkit = lowercase
+        .iter()
+        .any(|name| lowercase.contains(&format!("{name}_meta")));
+    if tables.is_empty() || idemkit {
+        return Ok(());
+    }
+    let mut shown: Vec<String> = tables.iter().take(5).cloned().collect();
+    if tables.len() > shown.len() {
+        shown.push("...".to_owned());
+    }
+    Err(OpenError::OtherDatabase {
+        path: path.to_owned(),
+        table: table.to_string(),
+        tables: shown,
+    })
 }
 
 fn mismatch(path: &Path, table: &TableName, found: String, remedy: String) -> OpenError {

@@ -55,6 +55,7 @@ fn another_programs_table_is_refused_and_left_as_it_is() {
         "CREATE TABLE idemkit_records (id INTEGER PRIMARY KEY, note TEXT);
          INSERT INTO idemkit_records (note) VALUES ('keep me');",
     );
+    let before = std::fs::read(file.path()).unwrap();
     for error in [
         SqliteBackend::open(file.path()).map(drop).unwrap_err(),
         SqliteBackend::migrate(file.path(), "idemkit_records")
@@ -70,12 +71,21 @@ fn another_programs_table_is_refused_and_left_as_it_is() {
             "says what to do: {error}"
         );
     }
+    assert_eq!(
+        std::fs::read(file.path()).unwrap(),
+        before,
+        "the file was not touched, journal mode included"
+    );
     let connection = rusqlite::Connection::open(file.path()).unwrap();
     let note: String = connection
         .query_row("SELECT note FROM idemkit_records", [], |row| row.get(0))
         .unwrap();
     assert_eq!(note, "keep me");
-    // Another table name in the same file works beside it.
+    // Another table name in the same file works beside it, once added on purpose.
+    assert_eq!(
+        SqliteBackend::migrate(file.path(), "idemkit_mine").unwrap(),
+        idemkit_sqlite::Migration::Created
+    );
     let backend = SqliteBackend::builder(file.path())
         .table("idemkit_mine")
         .unwrap()
@@ -85,6 +95,63 @@ fn another_programs_table_is_refused_and_left_as_it_is() {
         BlockingBackend::claim(&backend, "k", "fp", 1, HOUR),
         Ok(Claim::New(_))
     ));
+}
+
+/// A database of another program (tables, none of them idemkit's) is refused at open,
+/// whatever the table asked for, and left exactly as it was, its journal mode included:
+/// a store pointed at the wrong file does not move in. `migrate` adds the table to it on
+/// purpose, and then it opens.
+#[test]
+fn another_programs_database_is_refused_and_left_untouched() {
+    let file = ScratchFile::new("foreign-db");
+    execute(
+        &file,
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+         INSERT INTO users (name) VALUES ('ada'), ('grace');",
+    );
+    let before = std::fs::read(file.path()).unwrap();
+    for table in ["idemkit_records", "users_idempotency"] {
+        let error = SqliteBackend::builder(file.path())
+            .table(table)
+            .unwrap()
+            .build()
+            .map(drop)
+            .unwrap_err();
+        assert!(
+            matches!(error, OpenError::OtherDatabase { .. }),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("users"), "names what it found: {text}");
+        assert!(text.contains(table), "{text}");
+        assert!(text.contains("idemkit migrate sqlite://"), "{text}");
+    }
+    assert_eq!(
+        std::fs::read(file.path()).unwrap(),
+        before,
+        "the file was not touched"
+    );
+    let connection = rusqlite::Connection::open(file.path()).unwrap();
+    let mode: String = connection
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete", "not switched to WAL");
+    drop(connection);
+
+    assert_eq!(
+        SqliteBackend::migrate(file.path(), "idemkit_records").unwrap(),
+        idemkit_sqlite::Migration::Created
+    );
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    assert!(matches!(
+        BlockingBackend::claim(&backend, "k", "fp", 1, HOUR),
+        Ok(Claim::New(_))
+    ));
+    let connection = rusqlite::Connection::open(file.path()).unwrap();
+    let users: i64 = connection
+        .query_row("SELECT count(*) FROM users", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(users, 2, "the program's rows are as they were");
 }
 
 /// A table at another schema version, or with other columns, is refused, saying what
@@ -189,6 +256,33 @@ fn a_read_only_file_is_refused_at_open() {
         before,
         "the file was not touched"
     );
+}
+
+/// A file whose permissions give nobody write access is refused at open, even to root
+/// (who could write it anyway): its owner marked it read-only, and the store honours
+/// that instead of overriding it.
+#[test]
+fn a_file_whose_permissions_forbid_writing_is_refused_even_for_root() {
+    let file = ScratchFile::new("mode-0444");
+    drop(SqliteBackend::open(file.path()).unwrap());
+    let before = std::fs::read(file.path()).unwrap();
+    let mut permissions = std::fs::metadata(file.path()).unwrap().permissions();
+    permissions.set_readonly(true);
+    std::fs::set_permissions(file.path(), permissions.clone()).unwrap();
+    let opened = SqliteBackend::open(file.path());
+    let migrated = SqliteBackend::migrate(file.path(), "idemkit_records");
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(file.path(), permissions).unwrap();
+    match opened {
+        Err(error @ OpenError::ReadOnly { .. }) => {
+            assert!(error.to_string().contains("read-only"), "{error}");
+        }
+        other => panic!("expected ReadOnly, got {other:?}"),
+    }
+    assert!(matches!(migrated, Err(OpenError::ReadOnly { .. })));
+    assert_eq!(std::fs::read(file.path()).unwrap(), before);
+    SqliteBackend::open(file.path()).expect("opens once writable again");
 }
 
 /// The effective user id, from `id -u` (the crate forbids unsafe code, so no libc call).

@@ -192,6 +192,52 @@ fn a_purged_file_gives_its_pages_back() {
     assert!(free < 50, "{free} free pages kept");
 }
 
+/// A burst of writes held back by a long read grows the write-ahead log far past its
+/// checkpoint size; once the reader is gone and a checkpoint empties the log, the log
+/// file is cut back (`journal_size_limit`), not kept at its peak.
+#[test]
+fn the_write_ahead_log_is_cut_back_after_a_burst() {
+    let file = ScratchFile::new("wal-size");
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    let wal = {
+        let mut name = file.path().as_os_str().to_owned();
+        name.push("-wal");
+        std::path::PathBuf::from(name)
+    };
+    let reader = rusqlite::Connection::open(file.path()).unwrap();
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM idemkit_records;")
+        .unwrap();
+    let body = vec![3u8; 32 * 1024];
+    for i in 0..400 {
+        let key = format!("burst-{i}");
+        let token = new_claim(&backend, &key, HOUR);
+        let response = Arc::new(Response::new(200, body.clone()));
+        assert!(BlockingBackend::complete(&backend, &key, &token, response, HOUR).unwrap());
+    }
+    let peak = std::fs::metadata(&wal).unwrap().len();
+    assert!(
+        peak > 12 * 1024 * 1024,
+        "the reader held the log back: {peak}"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+    drop(reader);
+    // Writes go on: an automatic checkpoint empties the log, and the next write starts
+    // it over, cut back to the limit.
+    let mut size = peak;
+    for i in 0..2000 {
+        let key = format!("after-{i}");
+        let token = new_claim(&backend, &key, HOUR);
+        let response = Arc::new(Response::new(200, "small"));
+        assert!(BlockingBackend::complete(&backend, &key, &token, response, HOUR).unwrap());
+        size = std::fs::metadata(&wal).unwrap().len();
+        if size <= 4 * 1024 * 1024 + 64 * 1024 {
+            break;
+        }
+    }
+    assert!(size <= 4 * 1024 * 1024 + 64 * 1024, "{size} of {peak} kept");
+}
+
 /// A capacity limit counts every row and refuses a new key when full; nothing is
 /// evicted; an expired record makes room on the next claim.
 #[test]

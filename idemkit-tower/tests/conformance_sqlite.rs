@@ -229,3 +229,39 @@ async fn the_storage_key_is_the_rows_key() {
         .expect("the row of that key");
     assert_eq!(status, 201);
 }
+
+/// `--namespace` names the table on SQLite, as on PostgreSQL: two servers on one file
+/// with one namespace share their records (a key runs once across them), and a server
+/// with another namespace keeps its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namespace_names_the_table_servers_share() {
+    let path = fresh_file();
+    let on = |namespace: &str| Target {
+        args: vec![
+            "--backend".to_owned(),
+            format!("sqlite://{}", path.display()),
+            "--namespace".to_owned(),
+            namespace.to_owned(),
+        ],
+        corrupt: None,
+    };
+    let (blue, blue_too, green) = (on("blue"), on("blue"), on("green"));
+    let (one, two, other) = (blue.start(&[]), blue_too.start(&[]), green.start(&[]));
+    let first = send(one.address, create("N1")).await.unwrap();
+    let shared = send(two.address, create("N1")).await.unwrap();
+    assert_eq!(shared.header("idempotency-replayed"), Some("true"));
+    assert_eq!(shared.body, first.body);
+    let apart = send(other.address, create("N1")).await.unwrap();
+    assert_eq!(apart.status, 201);
+    assert_eq!(apart.header("idempotency-replayed"), None);
+    assert_eq!(other.handler_calls().await, 1, "its own namespace ran it");
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    for table in ["blue", "green"] {
+        let rows: i64 = connection
+            .query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(rows, 1, "{table}");
+    }
+}

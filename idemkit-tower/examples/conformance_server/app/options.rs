@@ -15,9 +15,10 @@ usage: conformance_server [options]
                          or `postgres://USER@HOST:PORT/DB` (or postgresql://; its table
                          migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
-                         Redis and a namespace share their records (on PostgreSQL: the
-                         table, unless --table names one; a name that is not a valid
-                         table name becomes `idemkit_<name, other characters as _>_<hash>`)
+                         Redis and a namespace share their records (on PostgreSQL and
+                         SQLite: the table, unless --table names one; a name that is not a
+                         valid table name becomes `idemkit_<name, other characters as
+                         _>_<hash>`)
   --table NAME           the table of an SQL store (default `idemkit_records`)
   --effects              (PostgreSQL) each handler call first inserts a row (the raw
                          Idempotency-Key, the server id, the call number) into

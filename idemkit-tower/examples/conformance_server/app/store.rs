@@ -66,10 +66,17 @@ impl Store {
                         "sqlite",
                     )
                 });
-                if let Some(table) = &options.table {
+                // As on PostgreSQL: --table, or else --namespace, names the table, so
+                // servers that share a file and a namespace share their records.
+                let table = match (&options.table, &options.namespace) {
+                    (Some(table), _) => Some(("--table", table.clone())),
+                    (None, Some(namespace)) => Some(("--namespace", namespace_table(namespace))),
+                    (None, None) => None,
+                };
+                if let Some((option, table)) = table {
                     builder = builder
-                        .table(table)
-                        .map_err(|error| format!("--table: {error}"))?;
+                        .table(&table)
+                        .map_err(|error| format!("{option} on SQLite names the table: {error}"))?;
                 }
                 let backend = builder
                     .build()
@@ -159,7 +166,7 @@ async fn create_effects_table(pool: &sqlx::PgPool) -> Result<(), sqlx::Error> {
     tx.commit().await
 }
 
-/// The PostgreSQL table of `--namespace NAME` (without `--table`): the name itself when it
+/// The SQL table (PostgreSQL, SQLite) of `--namespace NAME` (without `--table`): the name itself when it
 /// is a valid table name (lowercase ASCII letters, digits and `_`, not starting with a
 /// digit, at most 63 bytes); otherwise `idemkit_`, the name with every other character
 /// as `_` (lowercased, shortened), `_` and a hash of the whole name, so that a namespace
