@@ -146,3 +146,8 @@ impl PostgresBackend {
         Builder::new().pool(pool).build().await
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -52,6 +52,9 @@ pub(crate) struct Inner {
     on_corrupt: Option<OnCorrupt>,
     /// Claims made by this backend: every [`ops::PURGE_EVERY`]th purges on its way.
     claims: AtomicU64,
+    /// The thread that runs the async side's writes.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) writes: crate::writer::Writer,
 }
 
 impl SqliteBackend {
@@ -179,6 +182,8 @@ impl Inner {
             releases: Releases::default(),
             on_corrupt,
             claims: AtomicU64::new(0),
+            #[cfg(any(feature = "tokio", feature = "smol"))]
+            writes: crate::writer::Writer::default(),
         })
     }
 

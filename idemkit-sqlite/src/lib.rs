@@ -93,13 +93,17 @@
 //! hands every statement to a worker thread over a channel); with `synchronous=FULL`
 //! both wait on the same flush per commit and were indistinguishable within the disk's
 //! noise. rusqlite is also synchronous like the core's blocking trait, so blocking code
-//! calls SQLite directly and only the async side pays for a hop to a blocking pool. The
+//! calls SQLite directly and only the async side pays for a hop to another thread. The
 //! figures are in the repository's `BENCHMARKS.md`.
 //!
 //! # Features
 //!
-//! - `tokio` (default): inside a tokio runtime, operations run on tokio's blocking pool
-//!   and waits sleep on tokio's timer.
+//! The async side's writes run on one thread of the backend's own, which takes them from
+//! a queue in turn (a write may wait for the disk or another process's lock, which must
+//! not happen on an executor's thread). Reads and timers follow the runtime:
+//!
+//! - `tokio` (default): inside a tokio runtime, reads run on tokio's blocking pool and
+//!   waits sleep on tokio's timer.
 //! - `smol` (default): anywhere else, on the `blocking` crate's pool (smol's) and
 //!   async-io's timer, which serve any executor.
 //!
@@ -125,6 +129,8 @@ mod table;
 mod traits;
 mod wait;
 mod wakeups;
+#[cfg(any(feature = "tokio", feature = "smol"))]
+mod writer;
 
 pub use backend::SqliteBackend;
 pub use builder::Builder;

@@ -53,6 +53,9 @@ impl idemkit_core::Operator for SqliteBackend {
 
     async fn purge_batch(&self, limit: usize) -> Result<u64, Error> {
         let inner = std::sync::Arc::clone(&self.inner);
-        crate::runtime::unblock("purge", move || inner.purge_batch(limit as u64)).await?
+        self.inner
+            .writes
+            .run("purge", move || inner.purge_batch(limit as u64))
+            .await?
     }
 }

@@ -1,4 +1,4 @@
-//! Releases on their way: an async release runs on the blocking pool and lands even if
+//! Releases on their way: an async release runs on the writer thread and lands even if
 //! its future is dropped after the first poll (as the executor does when a run is
 //! dropped). Until it lands, this process's next operation on that key waits for it, so
 //! the key is seen released, in order, as the in-memory backend would show it.

@@ -1,9 +1,10 @@
-//! Where the async side runs the synchronous SQLite calls, and the timer its waits run on.
+//! Where the async side runs its synchronous reads, and the timer its waits run on (its
+//! writes have a thread of their own: see `writer`).
 //!
-//! Inside a tokio runtime (feature `tokio`) each operation runs on tokio's blocking pool
-//! and waits sleep on tokio's timer; anywhere else (feature `smol`) on the `blocking`
-//! crate's pool, smol's, with async-io's timer, which serve any executor. Without the
-//! feature for where it runs, an operation runs inline and waits sleep on a thread.
+//! Inside a tokio runtime (feature `tokio`) each read runs on tokio's blocking pool and
+//! waits sleep on tokio's timer; anywhere else (feature `smol`) on the `blocking` crate's
+//! pool, smol's, with async-io's timer, which serve any executor. Without the feature for
+//! where it runs, a read runs inline and waits sleep on a thread.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,6 @@
 //! The core's backend traits over [`SqliteBackend`]'s operations: blocking code calls
-//! them inline; async code runs them on a blocking pool (see `runtime`).
+//! them inline; async code runs its writes on the backend's writer thread (see `writer`)
+//! and its reads on the runtime's blocking pool (see `runtime`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,8 +68,9 @@ mod async_side {
     use crate::backend::SqliteBackend;
     use crate::runtime::{RuntimeTimer, unblock};
 
-    /// Async code: each operation runs on the blocking pool of the runtime it is polled
-    /// in, and is carried out even if its future is dropped after the first poll.
+    /// Async code: each write (claim, complete, release, renew) runs on the backend's
+    /// writer thread, each read on the blocking pool of the runtime it is polled in; a
+    /// write is carried out even if its future is dropped after the first poll.
     impl Backend for SqliteBackend {
         async fn claim(
             &self,
@@ -80,10 +82,12 @@ mod async_side {
             self.inner.releases.settled(key).await;
             let inner = Arc::clone(&self.inner);
             let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
-            unblock("claim", move || {
-                inner.claim(&key, &fingerprint, fingerprint_version, lease_ttl)
-            })
-            .await?
+            self.inner
+                .writes
+                .run("claim", move || {
+                    inner.claim(&key, &fingerprint, fingerprint_version, lease_ttl)
+                })
+                .await?
         }
 
         async fn complete(
@@ -95,10 +99,12 @@ mod async_side {
         ) -> Result<bool, Error> {
             let inner = Arc::clone(&self.inner);
             let (key, token) = (key.to_owned(), token.clone());
-            unblock("complete", move || {
-                inner.complete(&key, &token, &response, expires_after)
-            })
-            .await?
+            self.inner
+                .writes
+                .run("complete", move || {
+                    inner.complete(&key, &token, &response, expires_after)
+                })
+                .await?
         }
 
         /// Started at the first poll and carried out even if this future is dropped then
@@ -108,12 +114,14 @@ mod async_side {
             let inner = Arc::clone(&self.inner);
             let pending = self.inner.releases.begin(key);
             let (key, token) = (key.to_owned(), token.clone());
-            unblock("release", move || {
-                let released = inner.release(&key, &token);
-                drop(pending);
-                released
-            })
-            .await?
+            self.inner
+                .writes
+                .run("release", move || {
+                    let released = inner.release(&key, &token);
+                    drop(pending);
+                    released
+                })
+                .await?
         }
 
         async fn renew(
@@ -124,7 +132,10 @@ mod async_side {
         ) -> Result<bool, Error> {
             let inner = Arc::clone(&self.inner);
             let (key, token) = (key.to_owned(), token.clone());
-            unblock("renew", move || inner.renew(&key, &token, lease_ttl)).await?
+            self.inner
+                .writes
+                .run("renew", move || inner.renew(&key, &token, lease_ttl))
+                .await?
         }
 
         async fn wait_for_completion(

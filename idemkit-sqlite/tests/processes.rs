@@ -75,8 +75,8 @@ fn two_processes_racing_on_one_file_win_each_key_once() {
 }
 
 /// A child claims a key, then writes without pause until it is killed with SIGKILL: the
-/// file is intact, everything it completed is readable, its claim stays in flight until
-/// its lease lapses, and then the next claim takes the key over.
+/// file is intact, every completion it was told had landed is there, its claim stays in
+/// flight until its lease lapses, and then the next claim takes the key over.
 #[test]
 fn a_process_killed_mid_write_leaves_an_intact_file_and_a_lease_that_lapses() {
     let file = ScratchFile::new("killed");
@@ -89,17 +89,34 @@ fn a_process_killed_mid_write_leaves_an_intact_file_and_a_lease_that_lapses() {
     stdout.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "claimed");
     let claimed = Instant::now();
+    // The completions it reports as acknowledged, read while it runs.
+    let reader = std::thread::spawn(move || {
+        let mut stored = Vec::new();
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            if let Some(key) = line.strip_prefix("stored ") {
+                stored.push(key.to_owned());
+            }
+        }
+        stored
+    });
     // Let it write for a while, then kill it in the middle of whatever it is doing.
     std::thread::sleep(Duration::from_millis(300));
     holder.kill().expect("SIGKILL");
     holder.wait().unwrap();
+    let stored = reader.join().unwrap();
 
     assert_eq!(integrity(file.path()), "ok");
     let backend = SqliteBackend::open(path).unwrap();
     assert!(
-        backend.records().unwrap() > 1,
-        "the child wrote before it died"
+        !stored.is_empty(),
+        "the child completed something before it died"
     );
+    for key in &stored {
+        let record = BlockingBackend::get(&backend, key).unwrap();
+        let record = record.unwrap_or_else(|| panic!("acknowledged {key} was lost"));
+        assert_eq!(record.response().unwrap().body.len(), 4096, "{key}");
+    }
     if claimed.elapsed() < lease - Duration::from_millis(500) {
         match BlockingBackend::claim(&backend, "order-1", "fp", 1, lease).unwrap() {
             Claim::InFlight(_) => {}

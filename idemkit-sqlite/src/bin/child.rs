@@ -4,7 +4,7 @@
 //!   its pid and prints `won KEY`. Two of these racing on one file must win each key once.
 //! - `hold PATH KEY LEASE_MS`: claims `KEY` under a lease of `LEASE_MS`, prints `claimed`,
 //!   then claims and completes fresh keys without pause until it is killed, so a kill
-//!   lands mid-write.
+//!   lands mid-write, printing `stored KEY` after each completion acknowledged.
 //! - `complete PATH`: reads lines `KEY TOKEN` from standard input and completes each
 //!   claim with that token, printing `done KEY NANOS` with the wall-clock time of the
 //!   commit (nanoseconds since the Unix epoch).
@@ -60,13 +60,14 @@ fn main() {
                 if let Ok(Claim::New(token)) = BlockingBackend::claim(&backend, &busy, "fp", 1, TTL)
                 {
                     let body = vec![b'x'; 4096];
-                    let _ = BlockingBackend::complete(
-                        &backend,
-                        &busy,
-                        &token,
-                        Arc::new(Response::new(200, body)),
-                        TTL,
-                    );
+                    let response = Arc::new(Response::new(200, body));
+                    if let Ok(true) =
+                        BlockingBackend::complete(&backend, &busy, &token, response, TTL)
+                    {
+                        // Acknowledged: it must survive the kill.
+                        writeln!(out, "stored {busy}").unwrap();
+                        out.flush().unwrap();
+                    }
                 }
             }
         }
