@@ -42,6 +42,7 @@ pub struct Builder {
     operation_timeout: Duration,
     max_connections: u32,
     migrate: bool,
+    notify_every_key: bool,
 }
 
 impl Default for Builder {
@@ -63,6 +64,7 @@ impl Builder {
             operation_timeout: Duration::from_secs(5),
             max_connections: 10,
             migrate: false,
+            notify_every_key: false,
         }
     }
 
@@ -83,7 +85,8 @@ impl Builder {
     }
 
     /// The table (see [`InvalidTable`](crate::InvalidTable) for the names accepted). Its
-    /// `NOTIFY` channel has the same name.
+    /// `NOTIFY` channel has the same name; only keys some waiter has marked are notified
+    /// there (see the crate docs, "How it works").
     #[must_use]
     pub fn table(mut self, table: &str) -> Builder {
         self.table = table.to_owned();
@@ -121,6 +124,17 @@ impl Builder {
     #[must_use]
     pub fn migrate(mut self, migrate: bool) -> Builder {
         self.migrate = migrate;
+        self
+    }
+
+    /// Whether complete, release and a reclaim `NOTIFY` every key on the table's channel,
+    /// not only the keys some waiter has marked (the default, `false`). Turn it on for a
+    /// listener of your own on the channel that must hear of every completion; it costs
+    /// throughput, as each notifying commit takes a server-wide lock (see the crate docs,
+    /// "How it works"). The backend's own waiters are woken either way.
+    #[must_use]
+    pub fn notify_every_key(mut self, notify_every_key: bool) -> Builder {
+        self.notify_every_key = notify_every_key;
         self
     }
 
@@ -176,7 +190,7 @@ impl Builder {
         );
         Ok(PostgresBackend {
             inner: Arc::new(Inner {
-                statements: Statements::new(&table),
+                statements: Statements::new(&table, self.notify_every_key),
                 pool,
                 table,
                 reclaim_grace: self.reclaim_grace,

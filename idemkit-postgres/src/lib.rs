@@ -41,13 +41,22 @@
 //!   token that holds the key (fencing). Every statement reads `clock_timestamp()`, the
 //!   database's clock at that statement: the clients' clocks never decide a lease.
 //! - **Waiters are woken by the database.** Complete, release and a reclaim `NOTIFY` on
-//!   the table's channel with the key. Each backend holds one `LISTEN` connection of its
-//!   own (never one of the pool's, so waiters cannot exhaust the pool) and
-//!   demultiplexes to its waiters by key. A waiter registers before it reads, returns at
-//!   once when the owner's lease has lapsed, re-reads on the core's
-//!   [`PollSchedule`](idemkit_core::PollSchedule) in case a notification was lost, and
-//!   never waits past its timeout. A lost listener reconnects, listens again and makes
-//!   every waiter re-read.
+//!   the table's channel (named as the table) with the key as payload, **for every key
+//!   that has a waiter, and only for those**: a waiter (in any process) first marks the
+//!   key's row as waited on (the `waiters` column, committed before its first read), and
+//!   the completion, release or reclaim of a marked row notifies in the same statement.
+//!   A key nobody waits for is not notified, because a transaction that notifies takes
+//!   a server-wide lock through its commit and so serialises every such commit (in the
+//!   benchmark, notifying every completion left about a quarter of the throughput; see
+//!   BENCHMARKS.md in the repository). A `LISTEN` of your own on the channel hears of
+//!   waited-on keys only, unless the backend is built with
+//!   [`notify_every_key(true)`](Builder::notify_every_key). Each backend holds one
+//!   `LISTEN` connection of its own (never one of the pool's, so waiters cannot exhaust
+//!   the pool) and demultiplexes to its waiters by key.
+//!   A waiter registers before it reads, returns at once when the owner's lease has
+//!   lapsed, re-reads on the core's [`PollSchedule`](idemkit_core::PollSchedule) in case
+//!   a notification was lost, and never waits past its timeout. A lost listener
+//!   reconnects, listens again and makes every waiter re-read.
 //! - **An effect and its record in one transaction**: see [`PostgresBackend::begin`].
 //! - **Expiry**: expired results and claims abandoned past the reclaim grace are deleted
 //!   by [`Operator::purge_batch`](idemkit_core::Operator::purge_batch) in bounded batches,
@@ -95,6 +104,7 @@
 //! smol's (async-io), which also serves blocking code. Build the backend where it will be
 //! used; blocking calls park their thread, so make them from threads, not async tasks.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;

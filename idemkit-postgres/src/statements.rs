@@ -57,7 +57,15 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
-    pub(crate) fn new(table: &TableName) -> Statements {
+    /// The statements of `table`. With `notify_every_key`, complete, release and a
+    /// reclaim notify every key, waited on or not (for listeners of the channel's own).
+    pub(crate) fn new(table: &TableName, notify_every_key: bool) -> Statements {
+        // Which rows' changes notify: those a waiter marked, or (when asked) every one.
+        let notifying = if notify_every_key {
+            "true"
+        } else {
+            "r.waiters"
+        };
         // The row may be taken when its result expired or its claim was abandoned past
         // the grace (gone), or its claim's lease lapsed (a takeover).
         let winnable = "(r.purge_after < EXCLUDED.claimed_at \
@@ -104,7 +112,7 @@ impl Statements {
                t + ($5 + $6) * interval '1 microsecond' FROM now \
              ON CONFLICT (key) DO UPDATE SET {sets} \
              RETURNING {columns}, (SELECT {now} FROM now) AS now, \
-               CASE WHEN r.token = $2 AND r.reclaimed AND r.waiters THEN {notify} END AS notified",
+               CASE WHEN r.token = $2 AND r.reclaimed AND {notifying} THEN {notify} END AS notified",
             sets = sets.join(", "),
             columns = record_columns(),
             now = us("t"),
@@ -118,14 +126,14 @@ impl Statements {
                status = $4, header_names = $5, header_values = $6, body = $7 \
              FROM now \
              WHERE r.key = $1 AND r.token = $2 AND NOT r.completed AND r.purge_after >= now.t \
-             RETURNING CASE WHEN r.waiters THEN {notify} END",
+             RETURNING CASE WHEN {notifying} THEN {notify} END",
             notify = notify(table, "$1"),
         );
         let release = format!(
             "DELETE FROM {table} AS r \
              WHERE r.key = $1 AND r.token = $2 AND NOT r.completed \
                AND r.purge_after >= clock_timestamp() \
-             RETURNING CASE WHEN r.waiters THEN {notify} END",
+             RETURNING CASE WHEN {notifying} THEN {notify} END",
             notify = notify(table, "$1"),
         );
         let renew = format!(

@@ -42,7 +42,10 @@ pub enum BuildError {
     /// The configuration cannot work; the text says why (no server named, a URL that
     /// does not parse, a namespace with a brace, a zero timeout).
     Config(String),
-    /// The server could not be reached, or failed while the backend set up.
+    /// The server could not be reached, or failed while the backend set up. A refused
+    /// connection says `connection refused`, and refused credentials the server's own
+    /// `WRONGPASS ...` reply, as soon as they happen; only a server that does not answer
+    /// waits out the connect timeout (`no reply within ...`).
     Connect(RedisError),
     /// The server's `maxmemory-policy` may evict keys and the builder was told to refuse
     /// that ([`EvictionCheck::Refuse`]).
@@ -305,7 +308,17 @@ impl Builder {
                         // or a refused password as no reply in time. This one fails at
                         // once, in the server's or the system's own words.
                         let probing = client.get_multiplexed_async_connection();
-                        drop(connected(within(timers, limit, probing).await, limit)?);
+                        match within(timers, limit, probing).await {
+                            Ok(Err(error))
+                                if error.kind() == redis::ErrorKind::AuthenticationFailed =>
+                            {
+                                let asking = refusal_words(&client);
+                                let words = within(timers, limit, asking).await.ok().flatten();
+                                let cause = Cause::Unauthorized { error, words };
+                                return Err(BuildError::Connect(RedisError::new("connect", cause)));
+                            }
+                            probed => drop(connected(probed, limit)?),
+                        }
                         let config = ConnectionManagerConfig::new()
                             .set_connection_timeout(Some(self.connect_timeout))
                             .set_max_delay(MAX_RECONNECT_DELAY)
@@ -384,12 +397,42 @@ fn connected<T>(
     let cause = match result {
         Ok(Ok(value)) => return Ok(value),
         Ok(Err(error)) if error.kind() == redis::ErrorKind::AuthenticationFailed => {
-            Cause::Unauthorized(error)
+            Cause::Unauthorized { error, words: None }
         }
+        Ok(Err(error)) if error.is_connection_refusal() => Cause::Refused(error),
         Ok(Err(error)) => Cause::Redis(error),
         Err(Elapsed) => Cause::TimedOut(limit),
     };
     Err(BuildError::Connect(RedisError::new("connect", cause)))
+}
+
+/// The server's own reply to the URL's credentials (`WRONGPASS invalid username-password
+/// pair or user is disabled.`), which the client library replaces with words of its own
+/// when it refuses a connection: asked again on a connection that sends nothing before
+/// the `AUTH`. `None` if it cannot be had (no password in the URL, the server gone, or
+/// the credentials accepted this time).
+async fn refusal_words(client: &redis::Client) -> Option<String> {
+    let info = client.get_connection_info();
+    let settings = info.redis_settings();
+    let mut auth = redis::cmd("AUTH");
+    if let Some(username) = settings.username() {
+        auth.arg(username);
+    }
+    auth.arg(settings.password()?);
+    // Nothing before the AUTH: a server that wants a password refuses the library's
+    // CLIENT SETINFO with NOAUTH, which would hide the answer asked for.
+    let bare = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
+    let bare = info.clone().set_redis_settings(bare);
+    let mut connection = redis::Client::open(bare)
+        .ok()?
+        .get_multiplexed_async_connection()
+        .await
+        .ok()?;
+    let refused = auth.query_async::<()>(&mut connection).await.err()?;
+    Some(match (refused.code(), refused.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        _ => refused.to_string(),
+    })
 }
 
 /// The longest pause between two reconnection attempts.

@@ -19,9 +19,14 @@ pub struct RedisError {
 #[derive(Debug)]
 pub(crate) enum Cause {
     Redis(redis::RedisError),
-    /// The server refused the credentials (its `WRONGPASS` reply, which the client
-    /// library reports without the server's words).
-    Unauthorized(redis::RedisError),
+    /// Nothing listens at the address: the system refused the connection.
+    Refused(redis::RedisError),
+    /// The server refused the credentials. The client library reports its `WRONGPASS`
+    /// reply without the server's words; `words` are those words, when they could be had.
+    Unauthorized {
+        error: redis::RedisError,
+        words: Option<String>,
+    },
     TimedOut(Duration),
     BadReply(String),
     TooFewReplicas {
@@ -71,7 +76,17 @@ impl fmt::Display for RedisError {
         write!(f, "redis {} failed: ", self.operation)?;
         match &self.cause {
             Cause::Redis(error) => write!(f, "{error}"),
-            Cause::Unauthorized(error) => write!(
+            Cause::Refused(error) => write!(
+                f,
+                "connection refused: nothing listens at the URL's address ({error})"
+            ),
+            Cause::Unauthorized {
+                words: Some(words), ..
+            } => write!(
+                f,
+                "{words} (the server refused the username or password of the URL)"
+            ),
+            Cause::Unauthorized { error, words: None } => write!(
                 f,
                 "WRONGPASS: the server refused the username or password of the URL ({error})"
             ),
@@ -98,7 +113,9 @@ impl fmt::Display for RedisError {
 impl std::error::Error for RedisError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.cause {
-            Cause::Redis(error) | Cause::Unauthorized(error) => Some(error),
+            Cause::Redis(error) | Cause::Refused(error) | Cause::Unauthorized { error, .. } => {
+                Some(error)
+            }
             _ => None,
         }
     }

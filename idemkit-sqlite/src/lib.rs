@@ -109,6 +109,7 @@
 //!
 //! Without either, only [`BlockingBackend`](idemkit_core::BlockingBackend) is implemented.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod backend;
@@ -146,3 +147,8 @@ impl SqliteBackend {
         Builder::new(path)
     }
 }
+
+/// This crate's README, whose example is compiled as a doc test so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

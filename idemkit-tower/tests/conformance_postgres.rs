@@ -213,6 +213,44 @@ async fn storage_key_answers_the_rows_key() {
     assert_eq!(psql(&pg.url, &sql), "1");
 }
 
+/// `--namespace` as the Redis tests pass it (not a valid table name) names a table of its
+/// own, shared by the servers given the same namespace.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redis_style_namespace_names_a_table_of_its_own() {
+    let Some(url) = pg_harness::machine() else {
+        return;
+    };
+    let namespace = format!("tower-{}-ns", std::process::id());
+    let table = app::store::namespace_table(&namespace);
+    let target = Target {
+        args: vec![
+            "--backend".into(),
+            url.clone(),
+            "--namespace".into(),
+            namespace,
+        ],
+        corrupt: None,
+    };
+    let _dropped = Postgres {
+        target: Target {
+            args: vec![],
+            corrupt: None,
+        },
+        url: url.clone(),
+        table: table.clone(),
+    };
+    let one = target.start(&[]);
+    let two = target.start(&[]);
+    let first = send(one.address, order("NS1")).await.unwrap();
+    assert_eq!(first.status, 201);
+    let replay = send(two.address, order("NS1")).await.unwrap();
+    assert_eq!(replay.status, 201);
+    assert_eq!(replay.header("idempotency-replayed"), Some("true"));
+    assert_eq!(replay.body, first.body);
+    let sql = format!("SELECT count(*) FROM {table} WHERE completed");
+    assert_eq!(psql(&url, &sql), "1");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn effects_of_fifty_racing_duplicates_across_two_servers_are_one_row() {
     let Some(pg) = postgres() else { return };

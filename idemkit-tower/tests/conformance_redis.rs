@@ -214,3 +214,42 @@ async fn a_claim_whose_reply_timed_out_does_not_hold_the_key() {
     }
     assert_eq!(server.handler_calls().await, 1);
 }
+
+/// Started on a Redis that refuses the connection or the password, the server exits at
+/// once and says which: "connection refused", or the server's own `WRONGPASS ...` reply,
+/// instead of `redis connect failed: no reply within 5s` once the 5 s connect timeout
+/// has run out.
+#[test]
+fn start_up_errors_say_why_at_once() {
+    if !redis_harness::available() {
+        return;
+    }
+    let limit = std::time::Duration::from_secs(30);
+    // Well under the connect timeout, with room for a loaded machine to start a process.
+    let at_once = std::time::Duration::from_secs(4);
+
+    let gone = RedisServer::start().expect("a private redis-server");
+    let refusing = gone.url();
+    drop(gone);
+    let (status, stderr, took) = support::server::run_failing(&["--backend", &refusing], limit);
+    assert!(status.is_some_and(|status| !status.success()), "{stderr}");
+    assert!(stderr.contains("connection refused"), "{stderr}");
+    assert!(took < at_once, "took {took:?}: {stderr}");
+
+    let guarded = RedisServer::start().expect("a private redis-server");
+    guarded
+        .cli(&["CONFIG", "SET", "requirepass", "right"])
+        .expect("redis-cli CONFIG SET");
+    let wrong = format!("redis://:wrong@127.0.0.1:{}/", guarded.port());
+    let (status, stderr, took) = support::server::run_failing(&["--backend", &wrong], limit);
+    assert!(status.is_some_and(|status| !status.success()), "{stderr}");
+    assert!(
+        stderr.contains("WRONGPASS invalid username-password pair"),
+        "the server's own words: {stderr}"
+    );
+    assert!(
+        !stderr.contains(":wrong@"),
+        "the password is never printed: {stderr}"
+    );
+    assert!(took < at_once, "took {took:?}: {stderr}");
+}

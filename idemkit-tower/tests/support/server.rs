@@ -135,6 +135,48 @@ impl ServerProcess {
     }
 }
 
+/// Runs a server with `args` (and `--listen 127.0.0.1:0`) that is expected not to
+/// start: waits (at most `limit`, then kills it) for it to exit. Returns its exit status
+/// (`None` if it was still running), what it wrote on standard error, and how long it ran.
+#[allow(dead_code)] // only the tests of start-up errors use it
+pub fn run_failing(args: &[&str], limit: Duration) -> (Option<ExitStatus>, String, Duration) {
+    use std::io::Read;
+    let mut all: Vec<&str> = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let started = std::time::Instant::now();
+    let mut child = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([
+            CHILD_TEST_NAME,
+            "--exact",
+            "--nocapture",
+            "--quiet",
+            "--test-threads=1",
+        ])
+        .env(ARGS_VARIABLE, all.join("\n"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server process starts");
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Some(status);
+        }
+        if started.elapsed() >= limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = started.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    (status, stderr, took)
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -12,10 +12,12 @@ usage: conformance_server [options]
                          connections the server prints `listening on ADDR`
   --backend BACKEND      `memory` (default), `redis://HOST:PORT`, `sqlite://PATH` (a
                          file, created if missing; servers on one file act as replicas)
-                         or `postgres://USER@HOST:PORT/DB` (its table migrated at start)
+                         or `postgres://USER@HOST:PORT/DB` (or postgresql://; its table
+                         migrated at start)
   --namespace NAME       key namespace in Redis (default `idemkit`); servers that share a
                          Redis and a namespace share their records (on PostgreSQL: the
-                         table, unless --table names one)
+                         table, unless --table names one; a name that is not a valid
+                         table name becomes `idemkit_<name, other characters as _>_<hash>`)
   --table NAME           the table of an SQL store (default `idemkit_records`)
   --effects              (PostgreSQL) each handler call first inserts a row (the raw
                          Idempotency-Key, the server id, the call number) into
@@ -179,7 +181,10 @@ fn backend(text: &str) -> Result<BackendChoice, String> {
         .filter(|path| !path.is_empty())
     {
         Ok(BackendChoice::Sqlite(path.to_owned()))
-    } else if text.starts_with("postgres://") && text.len() > "postgres://".len() {
+    } else if ["postgres://", "postgresql://"]
+        .iter()
+        .any(|scheme| text.starts_with(scheme) && text.len() > scheme.len())
+    {
         Ok(BackendChoice::Postgres(text.to_owned()))
     } else {
         Err(format!(
@@ -283,6 +288,11 @@ mod tests {
         assert!(error(&["--listen"]).contains("--listen needs"));
         assert!(error(&["--backend", "mysql://x"]).contains("neither"));
         assert!(error(&["--backend", "postgres://"]).contains("neither"));
+        // libpq's other scheme names the same kind of URL.
+        assert_eq!(
+            serve(&["--backend", "postgresql://app@db/app"]).backend,
+            BackendChoice::Postgres("postgresql://app@db/app".to_owned())
+        );
         assert!(error(&["--effects"]).contains("needs a postgres"));
         assert!(error(&["--table", ""]).contains("non-empty"));
         assert!(error(&["--backend", "redis://"]).contains("neither"));

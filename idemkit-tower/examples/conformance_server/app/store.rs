@@ -50,7 +50,7 @@ impl Store {
                 let backend = builder
                     .build()
                     .await
-                    .map_err(|error| format!("backend {url}: {error}"))?;
+                    .map_err(|error| format!("backend {}: {error}", redacted(url)))?;
                 Ok(Store {
                     backend: DynBackend::new(backend.clone()),
                     kind: Kind::Redis(backend),
@@ -83,26 +83,22 @@ impl Store {
                 })
             }
             BackendChoice::Postgres(url) => {
-                let table = options
-                    .table
-                    .as_deref()
-                    .or(options.namespace.as_deref())
-                    .unwrap_or(idemkit_postgres::DEFAULT_TABLE);
+                let table = match (&options.table, &options.namespace) {
+                    (Some(table), _) => table.clone(),
+                    (None, Some(namespace)) => namespace_table(namespace),
+                    (None, None) => idemkit_postgres::DEFAULT_TABLE.to_owned(),
+                };
                 let backend = PostgresBackend::builder()
                     .url(url)
-                    .table(table)
+                    .table(&table)
                     .migrate(true)
                     .build()
                     .await
-                    .map_err(|error| format!("backend {url}: {error}"))?;
+                    .map_err(|error| format!("backend {}: {error}", redacted(url)))?;
                 if options.effects {
-                    sqlx::query(
-                        "CREATE TABLE IF NOT EXISTS idemkit_test_effects \
-                         (key text NOT NULL, server text NOT NULL, call bigint NOT NULL)",
-                    )
-                    .execute(backend.pool())
-                    .await
-                    .map_err(|error| format!("creating {EFFECTS_TABLE}: {error}"))?;
+                    create_effects_table(backend.pool())
+                        .await
+                        .map_err(|error| format!("creating {EFFECTS_TABLE}: {error}"))?;
                 }
                 Ok(Store {
                     backend: DynBackend::new(backend.clone()),
@@ -146,6 +142,54 @@ impl Store {
     }
 }
 
+/// Creates `idemkit_test_effects` unless it exists. Servers started together may run
+/// this at once, and two concurrent `CREATE TABLE IF NOT EXISTS` can both try to create
+/// it (one then fails on the catalog's unique index): an advisory lock takes them in turn.
+async fn create_effects_table(pool: &sqlx::PgPool) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('idemkit conformance effects table'))")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS idemkit_test_effects \
+         (key text NOT NULL, server text NOT NULL, call bigint NOT NULL)",
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// The PostgreSQL table of `--namespace NAME` (without `--table`): the name itself when it
+/// is a valid table name (lowercase ASCII letters, digits and `_`, not starting with a
+/// digit, at most 63 bytes); otherwise `idemkit_`, the name with every other character
+/// as `_` (lowercased, shortened), `_` and a hash of the whole name, so that a namespace
+/// written for Redis (`tower-17-2`) also works here and two namespaces never share a table.
+pub fn namespace_table(namespace: &str) -> String {
+    let valid = (1..=63).contains(&namespace.len())
+        && !namespace.starts_with(|c: char| c.is_ascii_digit())
+        && namespace
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if valid {
+        return namespace.to_owned();
+    }
+    // FNV-1a, 64 bits: stable across runs and builds, unlike the std hasher.
+    let hash = namespace
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let readable: String = namespace
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '_',
+        })
+        .take(38)
+        .collect();
+    format!("idemkit_{readable}_{hash:016x}")
+}
+
 /// One JSON line for a value at a record's key that is not a record.
 fn print_corrupt_record(record: &CorruptRecord) {
     print_corrupt(
@@ -169,4 +213,71 @@ fn print_corrupt(key: &str, storage_key: &str, reason: &str, overwritten: bool, 
         "overwritten": overwritten,
         "backend": backend,
     }));
+}
+
+/// `url` with the password of its user information (`scheme://user:password@host`)
+/// replaced by `***`, so that an error message never prints a credential.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((user_info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match user_info.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redacted;
+
+    #[test]
+    fn passwords_never_reach_an_error_message() {
+        assert_eq!(
+            redacted("redis://:secret@127.0.0.1:6379/"),
+            "redis://:***@127.0.0.1:6379/"
+        );
+        assert_eq!(
+            redacted("postgres://app:p@ss@db:5432/test?sslmode=disable"),
+            "postgres://app:***@db:5432/test?sslmode=disable"
+        );
+        assert_eq!(redacted("postgres://app@db/test"), "postgres://app@db/test");
+        assert_eq!(redacted("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(redacted("not a url"), "not a url");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace_table;
+
+    #[test]
+    fn a_namespace_becomes_a_valid_table_of_its_own() {
+        assert_eq!(namespace_table("orders_test"), "orders_test");
+        let names = [
+            "tower-17-2",
+            "tower_17_2x",
+            "Tower-17-2",
+            "tower.17.2",
+            "9lives",
+            "ünïcode",
+            &"x-".repeat(100),
+        ];
+        let tables: Vec<String> = names.iter().map(|name| namespace_table(name)).collect();
+        for (name, table) in names.iter().zip(&tables) {
+            assert!(
+                idemkit_postgres::schema_sql(table).is_ok(),
+                "{name:?} gave the invalid table {table:?}"
+            );
+        }
+        // Namespaces that differ only in what the table name cannot hold stay apart.
+        assert_ne!(tables[0], tables[2]);
+        assert_ne!(tables[0], tables[3]);
+        assert_eq!(namespace_table("tower-17-2"), tables[0], "stable");
+    }
 }
