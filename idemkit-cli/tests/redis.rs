@@ -515,6 +515,24 @@ fn an_unreachable_server_is_exit_3_with_what_to_do() {
 }
 
 #[test]
+fn a_server_that_stops_answering_is_exit_3_not_a_hang() {
+    let Some(_) = redis_harness::shared() else {
+        return;
+    };
+    let redis = RedisServer::start().unwrap();
+    redis.pause().unwrap();
+    let started = std::time::Instant::now();
+    let run = idemkit(&["stats", &redis.url()]);
+    let took = started.elapsed();
+    redis.resume().unwrap();
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("to fix:"), "{}", run.stderr);
+    // The connect timeout (5 s) and one command timeout (10 s), with room for a busy
+    // machine: never an endless wait.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[test]
 fn migrate_on_redis_connects_and_says_there_is_nothing_to_do() {
     let Some(redis) = redis_harness::shared() else {
         return;

@@ -111,6 +111,11 @@ fn a_missing_file_or_table_is_exit_4_naming_the_migrate_command() {
         run.stderr
     );
 
+    let nowhere = dir.path().join("no-such-dir").join("store.db");
+    let run = idemkit(&["migrate", &url(&nowhere)]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("directory exists"), "{}", run.stderr);
+
     let not_a_database = dir.path().join("notes.txt");
     std::fs::write(&not_a_database, "not a database at all, just some text").unwrap();
     let run = idemkit(&["stats", &url(&not_a_database)]);

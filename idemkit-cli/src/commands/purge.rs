@@ -44,14 +44,19 @@ pub async fn run<S: Store>(place: &Place, args: &PurgeArgs) -> Result<ExitCode, 
         let progress = Progress::new(purgeable, args.output.json);
         let limit = args.batch_size as usize;
         loop {
-            let deleted = backend.purge_batch(limit).await.map_err(|error| {
-                let failure = storage("purging", &described, &error);
-                let what = format!(
-                    "{} ({} deleted before it failed)",
-                    failure.what, purged.deleted
-                );
-                Failure { what, ..failure }
-            })?;
+            let deleted = match backend.purge_batch(limit).await {
+                Ok(deleted) => deleted,
+                Err(error) => {
+                    // The bar's line ends before the error is printed under it.
+                    progress.finish();
+                    let failure = storage("purging", &described, &error);
+                    let what = format!(
+                        "{} ({} deleted before it failed)",
+                        failure.what, purged.deleted
+                    );
+                    return Err(Failure { what, ..failure });
+                }
+            };
             purged.batches += 1;
             purged.deleted += deleted;
             progress.batch(purged.batches, deleted, purged.deleted);

@@ -48,7 +48,7 @@ fn open_failure(place: &Place, error: OpenError) -> Failure {
         OpenError::ReadOnly { .. } => Failure::unreachable(error.to_string())
             .remedy("run the command as a user who can write the file and its directory"),
         other => Failure::unreachable(other.to_string())
-            .remedy("check that the disk has room and no other process holds the file locked, then run the command again"),
+            .remedy("check that the file's directory exists and can be written, that the disk has room and that no other process holds the file locked, then run the command again"),
     }
 }
 
