@@ -129,6 +129,27 @@ fn a_missing_file_or_table_is_exit_4_naming_the_migrate_command() {
         std::fs::read_to_string(&not_a_database).unwrap(),
         "not a database at all, just some text"
     );
+
+    // Another program's database: refused untouched, naming the `migrate` that would add
+    // the table on purpose.
+    let theirs = dir.path().join("theirs.db");
+    rusqlite::Connection::open(&theirs)
+        .unwrap()
+        .execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        .unwrap();
+    let before = std::fs::read(&theirs).unwrap();
+    let run = idemkit(&["stats", &url(&theirs)]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr.contains("another program's database")
+            && run.stderr.contains("check the path")
+            && run
+                .stderr
+                .contains(&format!("idemkit migrate {}", url(&theirs))),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read(&theirs).unwrap(), before, "left untouched");
 }
 
 #[test]

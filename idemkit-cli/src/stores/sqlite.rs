@@ -45,6 +45,9 @@ fn open_failure(place: &Place, error: OpenError) -> Failure {
         OpenError::SchemaMismatch { .. } => Failure::not_ready(error.to_string()).remedy(
             format!("if the table is an older idemkit schema, run `{migrate}`; if it is another program's, pass another --table"),
         ),
+        OpenError::OtherDatabase { .. } => Failure::not_ready(error.to_string()).remedy(
+            format!("check the path names the service's own file; to add the table to this one on purpose, run `{migrate}`"),
+        ),
         OpenError::ReadOnly { .. } => Failure::unreachable(error.to_string())
             .remedy("run the command as a user who can write the file and its directory"),
         other => Failure::unreachable(other.to_string())
