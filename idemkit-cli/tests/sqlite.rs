@@ -141,11 +141,8 @@ fn a_missing_file_or_table_is_exit_4_naming_the_migrate_command() {
     let run = idemkit(&["stats", &url(&theirs)]);
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
-        run.stderr.contains("another program's database")
-            && run.stderr.contains("check the path")
-            && run
-                .stderr
-                .contains(&format!("idemkit migrate {}", url(&theirs))),
+        run.stderr
+            .contains(&format!("idemkit migrate {}", url(&theirs))),
         "{}",
         run.stderr
     );
