@@ -3,6 +3,7 @@
 //! Inspect, stats and purge need nothing more: they go through the backend's
 //! `Backend::get` and `Operator`, the same for every store.
 
+mod check_places;
 mod postgres;
 mod redis;
 mod sqlite;

@@ -2,7 +2,6 @@
 //! `--table` (default `idemkit_records`). The table is created or upgraded by `migrate`;
 //! the other commands refuse a database without it, saying what to run.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use idemkit_conformance::backend::Async;
@@ -16,6 +15,7 @@ use idemkit_postgres::{
     BuildError, Migration as PostgresMigration, PostgresBackend, SCHEMA_VERSION,
 };
 
+use super::check_places::CheckPlaces;
 use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_table_prefix};
 use crate::failure::Failure;
@@ -138,14 +138,10 @@ impl Store for PostgresStore {
             drop(backend);
             Ok::<(), Failure>(())
         })?;
-        *lock() = Some(CheckPlace {
-            url: place.url.clone(),
-            prefix: prefix.clone(),
-            next: 0,
-        });
+        CHECK_PLACES.begin(place.url.clone(), prefix.clone());
         let suite = Suite::core::<PostgresCheck>().async_waits::<PostgresCheck>();
         let reports = suite.run(on_report);
-        *lock() = None;
+        CHECK_PLACES.end();
         let left_behind = runtime.block_on(clean_up(place, &prefix))?;
         Ok(Checked {
             reports,
@@ -193,20 +189,8 @@ async fn clean_up(place: &Place, prefix: &str) -> Result<u64, Failure> {
     Ok(left.len() as u64)
 }
 
-/// Where the check's vectors make their tables (see the Redis store's `CheckPlace`).
-struct CheckPlace {
-    url: String,
-    prefix: String,
-    next: u64,
-}
-
-static CHECK_PLACE: Mutex<Option<CheckPlace>> = Mutex::new(None);
-
-fn lock() -> std::sync::MutexGuard<'static, Option<CheckPlace>> {
-    CHECK_PLACE
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner())
-}
+/// Where the check in progress builds its vectors' backends.
+static CHECK_PLACES: CheckPlaces<String> = CheckPlaces::new();
 
 /// The PostgreSQL backend as the check drives it: through its async trait, on tokio,
 /// each vector in a fresh table of the database.
@@ -218,15 +202,7 @@ impl Target for PostgresCheck {
     type Executor = AsyncIdempotency<UnderCheck<PostgresBackend>>;
 
     fn build(settings: Settings) -> Async<UnderCheck<PostgresBackend>> {
-        let (url, table) = {
-            let mut place = lock();
-            let place = place.as_mut().expect("a check is running");
-            place.next += 1;
-            (
-                place.url.clone(),
-                format!("{}_{}", place.prefix, place.next),
-            )
-        };
+        let (url, table) = CHECK_PLACES.next('_');
         let builder = PostgresBackend::builder()
             .url(&url)
             .table(&table)

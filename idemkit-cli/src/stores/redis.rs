@@ -2,7 +2,6 @@
 //! `idemkit`). Nothing to migrate: each record is a hash of its own that expires by
 //! itself.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use idemkit_conformance::backend::Async;
@@ -12,6 +11,7 @@ use idemkit_conformance::{Settings, Target};
 use idemkit_core::AsyncIdempotency;
 use idemkit_redis::{BuildError, Builder, RedisBackend};
 
+use super::check_places::CheckPlaces;
 use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_tag};
 use crate::failure::Failure;
@@ -107,14 +107,10 @@ impl Store for RedisStore {
                     .map_err(|error| build_failure(place, error))
             })?;
         }
-        *lock() = Some(CheckPlace {
-            url: place.url.clone(),
-            base: base.clone(),
-            next: 0,
-        });
+        CHECK_PLACES.begin(place.url.clone(), base.clone());
         let suite = Suite::core::<RedisCheck>().async_waits::<RedisCheck>();
         let reports = suite.run(on_report);
-        *lock() = None;
+        CHECK_PLACES.end();
         let left_behind = clean_up(place, &base)?;
         Ok(Checked {
             reports,
@@ -191,22 +187,8 @@ fn escape_glob(text: &str) -> String {
     escaped
 }
 
-/// Where the check's vectors build their backends: the suite builds each through
-/// [`Target::build`], an associated function, so the server and namespace are set here
-/// for the length of one check.
-struct CheckPlace {
-    url: String,
-    base: String,
-    next: u64,
-}
-
-static CHECK_PLACE: Mutex<Option<CheckPlace>> = Mutex::new(None);
-
-fn lock() -> std::sync::MutexGuard<'static, Option<CheckPlace>> {
-    CHECK_PLACE
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner())
-}
+/// Where the check in progress builds its vectors' backends.
+static CHECK_PLACES: CheckPlaces<String> = CheckPlaces::new();
 
 /// The Redis backend as the check drives it: through its async trait, on tokio, each
 /// vector in a fresh namespace under the check's tag.
@@ -218,12 +200,7 @@ impl Target for RedisCheck {
     type Executor = AsyncIdempotency<UnderCheck<RedisBackend>>;
 
     fn build(settings: Settings) -> Async<UnderCheck<RedisBackend>> {
-        let (url, namespace) = {
-            let mut place = lock();
-            let place = place.as_mut().expect("a check is running");
-            place.next += 1;
-            (place.url.clone(), format!("{}-{}", place.base, place.next))
-        };
+        let (url, namespace) = CHECK_PLACES.next('-');
         let builder = builder(&url, &namespace).reclaim_grace(settings.reclaim_grace);
         // Built inside the vector's runtime, so its connections run there.
         let handle = tokio::runtime::Handle::current();

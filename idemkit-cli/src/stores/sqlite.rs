@@ -3,7 +3,6 @@
 //! `migrate`; the other commands refuse a file without it rather than create it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use idemkit_conformance::backend::Async;
 use idemkit_conformance::runner::{Report, Suite};
@@ -12,6 +11,7 @@ use idemkit_conformance::{Settings, Target};
 use idemkit_core::AsyncIdempotency;
 use idemkit_sqlite::{Migration as SqliteMigration, OpenError, SCHEMA_VERSION, SqliteBackend};
 
+use super::check_places::CheckPlaces;
 use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_table_prefix};
 use crate::failure::Failure;
@@ -119,14 +119,10 @@ impl Store for SqliteStore {
             .table(&format!("{prefix}_0"))
             .and_then(|builder| builder.build())
             .map_err(|error| open_failure(place, error))?;
-        *lock() = Some(CheckPlace {
-            path: path.clone(),
-            prefix: prefix.clone(),
-            next: 0,
-        });
+        CHECK_PLACES.begin(path.clone(), prefix.clone());
         let suite = Suite::core::<SqliteCheck>().async_waits::<SqliteCheck>();
         let reports = suite.run(on_report);
-        *lock() = None;
+        CHECK_PLACES.end();
         let mut left_behind = clean_up(place, &path, &prefix)?;
         if !existed && left_behind == 0 {
             for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -182,20 +178,8 @@ fn clean_up(place: &Place, path: &Path, prefix: &str) -> Result<u64, Failure> {
     Ok(tables(&connection).map_err(failed)?.len() as u64)
 }
 
-/// Where the check's vectors make their tables (see the Redis store's `CheckPlace`).
-struct CheckPlace {
-    path: PathBuf,
-    prefix: String,
-    next: u64,
-}
-
-static CHECK_PLACE: Mutex<Option<CheckPlace>> = Mutex::new(None);
-
-fn lock() -> std::sync::MutexGuard<'static, Option<CheckPlace>> {
-    CHECK_PLACE
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner())
-}
+/// Where the check in progress builds its vectors' backends.
+static CHECK_PLACES: CheckPlaces<PathBuf> = CheckPlaces::new();
 
 /// The SQLite backend as the check drives it: through its async trait, on tokio, each
 /// vector in a fresh table of the deployment's file.
@@ -207,15 +191,7 @@ impl Target for SqliteCheck {
     type Executor = AsyncIdempotency<UnderCheck<SqliteBackend>>;
 
     fn build(settings: Settings) -> Async<UnderCheck<SqliteBackend>> {
-        let (path, table) = {
-            let mut place = lock();
-            let place = place.as_mut().expect("a check is running");
-            place.next += 1;
-            (
-                place.path.clone(),
-                format!("{}_{}", place.prefix, place.next),
-            )
-        };
+        let (path, table) = CHECK_PLACES.next('_');
         let backend = SqliteBackend::builder(&path)
             .table(&table)
             .map(|builder| builder.reclaim_grace(settings.reclaim_grace))
