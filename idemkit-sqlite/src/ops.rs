@@ -278,7 +278,9 @@ pub(crate) fn claim(
     let remove_at = deadline.saturating_add(nanos(rules.reclaim_grace));
     let version = i64::from(fingerprint_version);
     let present = existing.is_some() || corrupt.is_some();
-    let outcome = match existing {
+    // Which write claims the key: a gone, lapsed or corrupt row is replaced, a free key
+    // gets a new row; `reclaimed` when a lapsed claim is taken over.
+    let (statement, reclaimed) = match existing {
         Some(row) if row.remove_at >= at => {
             if row.completed.is_some() {
                 return Ok(Claimed {
@@ -292,37 +294,9 @@ pub(crate) fn claim(
                     replaced: false,
                 });
             }
-            let token = fresh_token().map_err(ClaimError::Random)?;
-            transaction.prepare_cached(&sql.replace)?.execute(params![
-                key,
-                fingerprint,
-                version,
-                token.as_bytes(),
-                at,
-                deadline,
-                remove_at
-            ])?;
-            Claimed {
-                claim: Claim::Reclaimed(token),
-                replaced: true,
-            }
+            (&sql.replace, true)
         }
-        _ if present => {
-            let token = fresh_token().map_err(ClaimError::Random)?;
-            transaction.prepare_cached(&sql.replace)?.execute(params![
-                key,
-                fingerprint,
-                version,
-                token.as_bytes(),
-                at,
-                deadline,
-                remove_at
-            ])?;
-            Claimed {
-                claim: Claim::New(token),
-                replaced: true,
-            }
-        }
+        _ if present => (&sql.replace, false),
         _ => {
             if let Some(max) = rules.max_records {
                 let count = |transaction: &rusqlite::Transaction<'_>| -> rusqlite::Result<i64> {
@@ -341,21 +315,26 @@ pub(crate) fn claim(
                     }
                 }
             }
-            let token = fresh_token().map_err(ClaimError::Random)?;
-            transaction.prepare_cached(&sql.insert)?.execute(params![
-                key,
-                fingerprint,
-                version,
-                token.as_bytes(),
-                at,
-                deadline,
-                remove_at
-            ])?;
-            Claimed {
-                claim: Claim::New(token),
-                replaced: false,
-            }
+            (&sql.insert, false)
         }
+    };
+    let token = fresh_token().map_err(ClaimError::Random)?;
+    transaction.prepare_cached(statement)?.execute(params![
+        key,
+        fingerprint,
+        version,
+        token.as_bytes(),
+        at,
+        deadline,
+        remove_at
+    ])?;
+    let outcome = Claimed {
+        claim: if reclaimed {
+            Claim::Reclaimed(token)
+        } else {
+            Claim::New(token)
+        },
+        replaced: present,
     };
     transaction.commit()?;
     if let Some(reason) = corrupt {
