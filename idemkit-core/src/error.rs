@@ -52,3 +52,40 @@ impl Error {
         Error::Storage(source.into())
     }
 }
+
+/// A setting that cannot work, found while setting something up (a policy, a backend, a
+/// layer), apart from [`Error`], which is what an operation can fail with.
+///
+/// ```
+/// use idemkit_core::ConfigError;
+///
+/// let error = ConfigError::new("lease_ttl", "must be longer than zero");
+/// assert_eq!(error.setting(), "lease_ttl");
+/// assert_eq!(error.to_string(), "invalid lease_ttl: must be longer than zero");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {setting}: {reason}")]
+pub struct ConfigError {
+    setting: &'static str,
+    reason: String,
+}
+
+impl ConfigError {
+    /// A refusal of `setting`, saying why in `reason`.
+    pub fn new(setting: &'static str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            setting,
+            reason: reason.into(),
+        }
+    }
+
+    /// The name of the setting that cannot work.
+    pub fn setting(&self) -> &'static str {
+        self.setting
+    }
+
+    /// Why it cannot work.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}

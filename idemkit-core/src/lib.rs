@@ -68,7 +68,7 @@ mod token;
 pub use backend::{Backend, BlockingBackend, DynBackend, Operator, PollSchedule, StoreStats};
 pub use bytes::Bytes;
 pub use claim::Claim;
-pub use error::{Error, StorageSource};
+pub use error::{ConfigError, Error, StorageSource};
 pub use exec::{
     AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,
     Policy, RunError, Unstored,
@@ -79,7 +79,7 @@ pub use key::{Fingerprint, Key};
 pub use memory::{Builder, InMemoryBackend};
 pub use record::{Record, State};
 pub use response::Response;
-pub use rt::{Clock, ManualClock, Sleep, SystemClock, ThreadTimer, Timer};
+pub use rt::{Clock, ManualClock, Runtime, Sleep, SystemClock, Task, ThreadTimer, Timer};
 pub use store::Store;
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};
 

@@ -45,6 +45,7 @@ pub use idemkit_core::{
     ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
     SystemClock, ThreadTimer, Timer,
 };
+use idemkit_core::{Runtime, Task};
 
 /// async-io's timer, on real time ([`Instant::now`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -63,6 +64,43 @@ impl Timer for SmolTimer {
         Box::pin(async move {
             timer.await;
         })
+    }
+}
+
+/// smol as a whole [`Runtime`]: real time ([`Instant::now`]), async-io's timer, and
+/// smol's global executor for background work. Nothing to hold: the reactor and the
+/// executor are the process's own, and serve any thread.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use idemkit_smol::SmolRuntime;
+/// use idemkit_core::{Runtime, Timer};
+///
+/// let (done, finished) = std::sync::mpsc::channel();
+/// SmolRuntime.spawn(Box::pin(async move {
+///     SmolRuntime.sleep(Duration::from_millis(5)).await;
+///     done.send(()).unwrap();
+/// }));
+/// assert!(finished.recv_timeout(Duration::from_secs(30)).is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SmolRuntime;
+
+impl Clock for SmolRuntime {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+impl Timer for SmolRuntime {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        SmolTimer.sleep(duration)
+    }
+}
+
+impl Runtime for SmolRuntime {
+    fn spawn(&self, task: Task) {
+        smol::spawn(task).detach();
     }
 }
 

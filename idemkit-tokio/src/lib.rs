@@ -57,6 +57,7 @@ pub use idemkit_core::{
     ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
     SystemClock, ThreadTimer, Timer,
 };
+use idemkit_core::{Runtime, Task};
 
 /// tokio's clock and sleep: [`tokio::time::Instant::now`] and [`tokio::time::sleep`],
 /// which follow tokio's paused test time.
@@ -74,6 +75,90 @@ impl Clock for TokioTimer {
 impl Timer for TokioTimer {
     fn sleep(&self, duration: Duration) -> Sleep {
         Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// tokio as a whole [`Runtime`]: its clock and sleep (paused test time included), and
+/// its executor for background work, through a [`Handle`](tokio::runtime::Handle) to one
+/// runtime.
+///
+/// Because it holds the handle, its sleeps and spawns work from any thread, inside the
+/// runtime or not, for as long as that runtime runs; tasks spawned after it shut down
+/// are dropped.
+///
+/// ```
+/// use std::time::Duration;
+/// use idemkit_tokio::TokioRuntime;
+/// use idemkit_core::{Clock, Timer};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let runtime = TokioRuntime::current();
+/// let start = runtime.now();
+/// runtime.sleep(Duration::from_secs(3600)).await; // paused time: no real hour passes
+/// assert!(runtime.now() - start >= Duration::from_secs(3600));
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct TokioRuntime {
+    handle: tokio::runtime::Handle,
+}
+
+impl TokioRuntime {
+    /// The runtime the caller runs in.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, as [`Handle::current`](tokio::runtime::Handle::current)
+    /// does; [`TokioRuntime::try_current`] does not.
+    pub fn current() -> TokioRuntime {
+        TokioRuntime {
+            handle: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// The runtime the caller runs in, or `None` outside one.
+    pub fn try_current() -> Option<TokioRuntime> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        Some(TokioRuntime { handle })
+    }
+
+    /// The handle this runtime spawns and sleeps through.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+}
+
+impl From<tokio::runtime::Handle> for TokioRuntime {
+    fn from(handle: tokio::runtime::Handle) -> TokioRuntime {
+        TokioRuntime { handle }
+    }
+}
+
+impl Clock for TokioRuntime {
+    fn now(&self) -> Instant {
+        // Entered, so that a paused runtime's clock is read from any thread.
+        let _entered = self.handle.enter();
+        tokio::time::Instant::now().into_std()
+    }
+}
+
+impl Timer for TokioRuntime {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        // A tokio sleep binds to the runtime it is made in: make it inside ours.
+        let _entered = self.handle.enter();
+        match tokio::time::Instant::now().checked_add(duration) {
+            Some(deadline) => Box::pin(tokio::time::sleep_until(deadline)),
+            // Too long to represent: never over.
+            None => Box::pin(std::future::pending()),
+        }
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn spawn(&self, task: Task) {
+        // A runtime that has shut down drops the task.
+        drop(self.handle.spawn(task));
     }
 }
 

@@ -51,6 +51,7 @@ trait ObjectBackend: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<Record>, Error>>;
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Record>, Error>>;
     fn now(&self) -> Instant;
+    fn name(&self) -> &'static str;
     fn timer(&self) -> Arc<dyn Timer>;
 }
 
@@ -112,6 +113,10 @@ impl<B: Backend> ObjectBackend for B {
 
     fn now(&self) -> Instant {
         Backend::now(self)
+    }
+
+    fn name(&self) -> &'static str {
+        Backend::name(self)
     }
 
     fn timer(&self) -> Arc<dyn Timer> {
@@ -206,6 +211,10 @@ impl Backend for DynBackend {
 
     fn now(&self) -> Instant {
         self.0.now()
+    }
+
+    fn name(&self) -> &'static str {
+        self.0.name()
     }
 
     fn timer(&self) -> Arc<dyn Timer> {

@@ -164,6 +164,12 @@ pub trait Backend: Send + Sync + 'static {
     /// left. A networked backend returns its best local estimate of its server's clock.
     fn now(&self) -> Instant;
 
+    /// What the backend is, in a word (`"memory"`, `"redis"`), for logs and events. By
+    /// default the backend's type name.
+    fn name(&self) -> &'static str {
+        std::any::type_name::<Self>()
+    }
+
     /// The timer the backend's waits run on. The async executor paces its heartbeats and
     /// measures its waits with it, so that both follow the same (possibly paused) time.
     fn timer(&self) -> Arc<dyn Timer>;
@@ -315,6 +321,10 @@ impl<B: Backend> Backend for Arc<B> {
 
     fn now(&self) -> Instant {
         (**self).now()
+    }
+
+    fn name(&self) -> &'static str {
+        (**self).name()
     }
 
     fn timer(&self) -> Arc<dyn Timer> {

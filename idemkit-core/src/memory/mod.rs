@@ -309,6 +309,10 @@ impl Backend for InMemoryBackend {
         InMemoryBackend::now(self)
     }
 
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
     fn timer(&self) -> Arc<dyn Timer> {
         InMemoryBackend::timer(self)
     }

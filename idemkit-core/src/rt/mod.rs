@@ -76,6 +76,36 @@ pub trait Timer: Clock {
     fn sleep(&self, duration: Duration) -> Sleep;
 }
 
+/// Background work handed to a [`Runtime`]: nobody waits for its end.
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// A timer that can also run work in the background: the whole of what a backend needs
+/// from an async runtime (quinn's `Runtime` has the same shape).
+///
+/// Backends spawn the little they must finish even when the caller stops waiting (the
+/// release of a claim whose run was dropped, an unsubscribe nobody awaits). A runtime
+/// that has shut down may drop a task; that must be safe for the backend.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+/// use idemkit_core::{Runtime, ThreadTimer};
+///
+/// let (done, finished) = mpsc::channel();
+/// ThreadTimer.spawn(Box::pin(async move { done.send("ran").unwrap() }));
+/// assert_eq!(finished.recv_timeout(Duration::from_secs(30)), Ok("ran"));
+/// ```
+pub trait Runtime: Timer {
+    /// Runs `task` to its end in the background.
+    fn spawn(&self, task: Task);
+}
+
+impl<R: Runtime + ?Sized> Runtime for std::sync::Arc<R> {
+    fn spawn(&self, task: Task) {
+        (**self).spawn(task)
+    }
+}
+
 impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     fn now(&self) -> Instant {
         (**self).now()

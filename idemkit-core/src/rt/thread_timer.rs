@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::rt::{Clock, Sleep, Timer};
+use crate::rt::{Clock, Runtime, Sleep, Task, Timer};
 
 /// The default timer: real time ([`Instant::now`]), with sleeps woken by one helper
 /// thread per process.
@@ -45,6 +45,28 @@ impl Timer for ThreadTimer {
             deadline: Instant::now().checked_add(duration),
             registered: None,
         })
+    }
+}
+
+/// Each task runs on a thread of its own, driven by `futures_lite::future::block_on`:
+/// background work in this library is rare (a release nobody waits for), so a pool would
+/// cost more than it saves. If the OS refuses the thread, the task runs on the caller's.
+impl Runtime for ThreadTimer {
+    fn spawn(&self, task: Task) {
+        let slot = std::sync::Arc::new(Mutex::new(Some(task)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("idemkit-task".into())
+            .spawn(move || {
+                if let Some(task) = theirs.lock().take() {
+                    futures_lite::future::block_on(task);
+                }
+            });
+        if spawned.is_err() {
+            if let Some(task) = slot.lock().take() {
+                futures_lite::future::block_on(task);
+            }
+        }
     }
 }
 
