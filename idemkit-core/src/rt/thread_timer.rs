@@ -62,10 +62,10 @@ impl Runtime for ThreadTimer {
                     futures_lite::future::block_on(task);
                 }
             });
-        if spawned.is_err() {
-            if let Some(task) = slot.lock().take() {
-                futures_lite::future::block_on(task);
-            }
+        if spawned.is_err()
+            && let Some(task) = slot.lock().take()
+        {
+            futures_lite::future::block_on(task);
         }
     }
 }
