@@ -59,6 +59,7 @@ mod exec;
 mod http;
 mod key;
 mod memory;
+mod random;
 mod record;
 mod response;
 mod rt;
@@ -71,16 +72,17 @@ pub use claim::Claim;
 pub use error::{ConfigError, Error, StorageSource};
 pub use exec::{
     AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,
-    Policy, RunError, Unstored,
+    Policy, PolicyBuilder, RunError, Unstored,
 };
 #[cfg(feature = "http")]
 pub use http::InvalidHttpResponse;
 pub use key::{Fingerprint, Key};
 pub use memory::{Builder, InMemoryBackend};
+pub use random::{OsRandom, RandomSource, SeededRandom};
 pub use record::{Record, State};
 pub use response::Response;
 pub use rt::{Clock, ManualClock, Runtime, Sleep, SystemClock, Task, ThreadTimer, Timer};
-pub use store::Store;
+pub use store::{HashedKey, KeyHasher, SharedCapacity, Store, StoreBuilder, Watch};
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};
 
 /// This crate's README, whose example is compiled as a doc test so it cannot rot.

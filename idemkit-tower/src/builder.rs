@@ -7,7 +7,9 @@ use std::time::Duration;
 use http::header::HeaderName;
 use http::request::Parts;
 use http::{Method, StatusCode};
-use idemkit_core::{AsyncIdempotency, Backend, Error, Heartbeat, OnStorageError, Policy};
+use idemkit_core::{
+    AsyncIdempotency, Backend, ConfigError, Heartbeat, OnStorageError, Policy, PolicyBuilder,
+};
 
 use crate::compat::Compat;
 use crate::event::{EventCallback, IdempotencyEvent};
@@ -60,7 +62,7 @@ pub struct Builder<B: Backend> {
     compat: Compat,
     storage_retry_after: Duration,
     cacheable: Cacheable,
-    policy: Policy,
+    policy: PolicyBuilder,
     on_event: Option<EventCallback>,
     backend_name: &'static str,
     run_hook: Option<Arc<dyn RunHook>>,
@@ -80,7 +82,7 @@ impl<B: Backend> Builder<B> {
             compat: Compat::Default,
             storage_retry_after: Duration::from_secs(1),
             cacheable: Arc::new(|status: StatusCode| status.is_success()),
-            policy: Policy::default(),
+            policy: Policy::builder(),
             on_event: None,
             backend_name: short_type_name::<B>(),
             run_hook: None,
@@ -171,34 +173,34 @@ impl<B: Backend> Builder<B> {
     /// the lease is renewed (see [`heartbeat`](Builder::heartbeat)); if the process dies,
     /// another request may take the key over once the lease lapses.
     pub fn lease_ttl(mut self, lease_ttl: Duration) -> Builder<B> {
-        self.policy = self.policy.with_lease_ttl(lease_ttl);
+        self.policy = self.policy.lease_ttl(lease_ttl);
         self
     }
 
     /// How long a duplicate waits for the request in flight before it is answered 423
     /// with `Retry-After` (default 10 s).
     pub fn wait_timeout(mut self, wait_timeout: Duration) -> Builder<B> {
-        self.policy = self.policy.with_wait_timeout(wait_timeout);
+        self.policy = self.policy.wait_timeout(wait_timeout);
         self
     }
 
     /// How long a stored response is replayed (default 24 h).
     pub fn expires_after(mut self, expires_after: Duration) -> Builder<B> {
-        self.policy = self.policy.with_expires_after(expires_after);
+        self.policy = self.policy.expires_after(expires_after);
         self
     }
 
     /// Whether and how often the lease is renewed while the handler runs (default
     /// [`Heartbeat::Auto`]: every third of the lease).
     pub fn heartbeat(mut self, heartbeat: Heartbeat) -> Builder<B> {
-        self.policy = self.policy.with_heartbeat(heartbeat);
+        self.policy = self.policy.heartbeat(heartbeat);
         self
     }
 
     /// What to do when the store fails (default [`OnStorageError::FailClosed`]: a 503
     /// with `Retry-After`; [`OnStorageError::FailOpen`] runs the handler unprotected).
     pub fn on_storage_error(mut self, on_storage_error: OnStorageError) -> Builder<B> {
-        self.policy = self.policy.with_on_storage_error(on_storage_error);
+        self.policy = self.policy.on_storage_error(on_storage_error);
         self
     }
 
@@ -245,18 +247,18 @@ impl<B: Backend> Builder<B> {
 
     /// The layer. Fails when the lease settings cannot work together (a heartbeat
     /// interval that is not shorter than the lease, for instance).
-    pub fn build(self) -> Result<IdempotencyLayer<B>, Error> {
+    pub fn build(self) -> Result<IdempotencyLayer<B>, ConfigError> {
         let cacheable = self.cacheable;
         let policy = self
             .policy
-            .with_fingerprint_version(FINGERPRINT_VERSION)
-            .with_cacheable(move |response| {
+            .fingerprint_version(FINGERPRINT_VERSION)
+            .cacheable(move |response| {
                 let Ok(status) = StatusCode::from_u16(response.status) else {
                     return false;
                 };
                 !status.is_server_error() && cacheable(status)
             });
-        let executor = AsyncIdempotency::with_policy(self.backend, policy)?;
+        let executor = AsyncIdempotency::with_policy(self.backend, policy.build()?);
         if matches!(self.scope, Scope::Unset) {
             scope::warn_shared_namespace_once();
         }
