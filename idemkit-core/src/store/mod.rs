@@ -57,7 +57,11 @@ const PURGE_PER_CLAIM: usize = 2;
 /// A `Store` does no I/O and owns no clock, lock or thread: every operation that depends
 /// on time takes `now`, and the caller decides when time passes. Wrap it in a mutex to
 /// share it, or use [`InMemoryBackend`](crate::InMemoryBackend), which does exactly that
-/// (sharded, with wake-ups for waiters).
+/// (sharded, with wake-ups for waiters), built from this type's public API only: one
+/// [`KeyHasher`] hashes each key once to pick its shard ([`HashedKey::shard`]) and find
+/// it there (the `*_hashed` operations), one [`SharedCapacity`] bounds every shard, and a
+/// waiter reads [`Store::watch_hashed`] under the shard's lock before it sleeps. Claim
+/// tokens come from the store's [`RandomSource`] ([`StoreBuilder::random`]).
 ///
 /// Deadlines are inclusive: a lease or expiry `D` is live while `now <= D` and past once
 /// `D < now`. `now + duration` saturates, so `Duration::MAX` means "never".
