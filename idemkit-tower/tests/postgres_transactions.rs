@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use axum::{Extension, Router, http::HeaderMap, http::StatusCode, routing::post};
-use idemkit_core::Heartbeat;
+use idemkit_core::{Heartbeat, Policy};
 use idemkit_postgres::{PostgresBackend, RunTransaction};
 use idemkit_tower::{IdempotencyLayer, PostgresTransactions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -87,9 +87,12 @@ async fn serve(lease: Duration) -> Option<(Tables, std::net::SocketAddr)> {
         .unwrap();
     let layer = IdempotencyLayer::builder(backend.clone())
         .single_tenant()
-        .lease_ttl(lease)
-        .heartbeat(Heartbeat::Off)
-        .wait_timeout(Duration::from_secs(20))
+        .policy(
+            Policy::default()
+                .with_lease_ttl(lease)
+                .with_heartbeat(Heartbeat::Off)
+                .with_wait_timeout(Duration::from_secs(20)),
+        )
         .run_hook(PostgresTransactions::new(&backend))
         .build()
         .unwrap();
