@@ -96,6 +96,10 @@ impl Backend for PostgresBackend {
         Instant::now()
     }
 
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
     fn timer(&self) -> Arc<dyn Timer> {
         timer()
     }

@@ -108,6 +108,10 @@ impl Backend for RedisBackend {
         Instant::now()
     }
 
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
     fn timer(&self) -> Arc<dyn Timer> {
         Arc::new(RuntimeTimer)
     }

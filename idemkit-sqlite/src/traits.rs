@@ -158,6 +158,10 @@ mod async_side {
             self.inner.now()
         }
 
+        fn name(&self) -> &'static str {
+            "sqlite"
+        }
+
         fn timer(&self) -> Arc<dyn Timer> {
             Arc::new(RuntimeTimer)
         }

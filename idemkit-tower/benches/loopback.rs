@@ -20,7 +20,7 @@ use http::Request;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use idemkit_core::InMemoryBackend;
+use idemkit_core::{InMemoryBackend, Policy};
 use idemkit_tower::IdempotencyLayer;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -52,7 +52,12 @@ fn layered(expires_after: Duration) -> Router {
     let backend = InMemoryBackend::builder().max_size(2_000_000).build();
     let layer = IdempotencyLayer::builder(backend)
         .single_tenant()
-        .expires_after(expires_after)
+        .policy(
+            Policy::builder()
+                .expires_after(expires_after)
+                .build()
+                .expect("a valid policy"),
+        )
         .build()
         .expect("valid settings");
     app().layer(layer)

@@ -6,12 +6,12 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Response, StatusCode, Uri, request, response};
 use http_body::Body;
-use idemkit_core::{Decision, Key, Outcome, RunError};
+use idemkit_core::{Key, Outcome, RunError};
 
 use crate::compat::{IDEMPOTENCY_REPLAY_UNAVAILABLE, ReplayUnavailable};
+use crate::config::Config;
 use crate::event::{EventKind, Report};
 use crate::fingerprint::FINGERPRINT_VERSION;
-use crate::layer::Config;
 use crate::problem::{Problem, ProblemType};
 use crate::response_body::ResponseBody;
 
@@ -78,7 +78,9 @@ impl<'a> Answer<'a> {
         let problem = Problem::new(
             ProblemType::LeaseLost,
             self.config.compat,
-            "The request's claim on its idempotency key was taken over before its result              could be committed, so its changes were rolled back and nothing was stored.              Retry after the Retry-After delay.",
+            "The request's claim on its idempotency key was taken over before its result \
+             could be committed, so its changes were rolled back and nothing was stored. \
+             Retry after the Retry-After delay.",
         )
         .retry_after(self.config.storage_retry_after);
         self.refuse(problem, EventKind::LeaseLost)
@@ -98,24 +100,15 @@ impl<'a> Answer<'a> {
         let retry_later = self.config.storage_retry_after;
         let problem = match result {
             Ok(outcome) => {
+                // The executor's decision is the event's kind: a run (new, reclaimed,
+                // not cached, fenced out, unprotected) when the handler ran here, a
+                // replay (at once or after a wait) when it did not.
+                let kind = EventKind::from(outcome.decision);
                 return Ok(match delivered {
                     Some(delivered) => {
-                        let kind = match outcome.decision {
-                            Decision::Reclaimed => EventKind::LeaseReclaimed,
-                            Decision::NotCached => EventKind::NotCached,
-                            Decision::ReclaimedLoss => EventKind::LeaseReclaimedLoss,
-                            Decision::RanUnprotected => EventKind::RanUnprotected,
-                            _ => EventKind::New,
-                        };
                         self.deliver(delivered, outcome.unstored.map(Into::into), kind)
                     }
-                    None => {
-                        let kind = match outcome.decision {
-                            Decision::ReplayedAfterWait => EventKind::ReplayedAfterWait,
-                            _ => EventKind::Replayed,
-                        };
-                        self.replay(&outcome.response, kind)
-                    }
+                    None => self.replay(&outcome.response, kind),
                 });
             }
             Err(RunError::PayloadMismatch) if in_flight.is_some() => {
@@ -129,7 +122,7 @@ impl<'a> Answer<'a> {
                          one, it will then be refused.",
                     )
                     .retry_after(retry_after),
-                    EventKind::Conflict,
+                    EventKind::InProgress,
                 )
             }
             Err(RunError::PayloadMismatch) => (
@@ -154,7 +147,7 @@ impl<'a> Answer<'a> {
                     ),
                 )
                 .retry_after(retry_after),
-                EventKind::Conflict,
+                EventKind::InProgress,
             ),
             Err(RunError::StorageFailed(error)) => {
                 tracing::warn!(target: "idemkit_tower", %error, "idempotency store failed");
@@ -164,7 +157,7 @@ impl<'a> Answer<'a> {
                     return Ok(self.deliver(
                         delivered,
                         Some(ReplayUnavailable::StorageError),
-                        EventKind::StorageError,
+                        EventKind::StorageFailed,
                     ));
                 }
                 (
@@ -175,7 +168,7 @@ impl<'a> Answer<'a> {
                          Retry after the Retry-After delay.",
                     )
                     .retry_after(retry_later),
-                    EventKind::StorageError,
+                    EventKind::StorageFailed,
                 )
             }
             Err(RunError::HandlerFailed(not_stored)) => {
@@ -220,7 +213,7 @@ impl<'a> Answer<'a> {
                      Retry-After delay.",
                 )
                 .retry_after(retry_later),
-                EventKind::StorageError,
+                EventKind::StorageFailed,
             ),
         };
         let (problem, kind) = problem;
@@ -279,7 +272,7 @@ impl<'a> Answer<'a> {
                 "The stored response for this idempotency key is unreadable.",
             )
             .retry_after(self.config.storage_retry_after);
-            return self.refuse(problem, EventKind::StorageError);
+            return self.refuse(problem, EventKind::StorageFailed);
         };
         let mut response = Response::new(ResponseBody::whole(stored.body.clone()));
         *response.status_mut() = status;

@@ -1,4 +1,5 @@
-//! [`Builder`]: every setting of the layer, in the style of tower-http's layers.
+//! [`IdempotencyLayerBuilder`]: the settings of an [`IdempotencyLayer`], checked when it
+//! is built; and the layer's constructors.
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,14 +8,13 @@ use std::time::Duration;
 use http::header::HeaderName;
 use http::request::Parts;
 use http::{Method, StatusCode};
-use idemkit_core::{
-    AsyncIdempotency, Backend, ConfigError, Heartbeat, OnStorageError, Policy, PolicyBuilder,
-};
+use idemkit_core::{AsyncIdempotency, Backend, ConfigError, Policy};
 
 use crate::compat::Compat;
+use crate::config::Config;
 use crate::event::{EventCallback, IdempotencyEvent};
 use crate::fingerprint::FINGERPRINT_VERSION;
-use crate::layer::{Config, IdempotencyLayer};
+use crate::layer::IdempotencyLayer;
 use crate::run_hook::RunHook;
 use crate::scope::{self, Scope};
 use crate::stored_headers::StoredHeaders;
@@ -25,17 +25,23 @@ pub const DEFAULT_MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 /// The default cap on a stored response body: 1 MiB.
 pub const DEFAULT_MAX_RESPONSE_BODY_BYTES: usize = 1024 * 1024;
 
-/// Which statuses are stored for replay, before the rule that a 5xx never is.
-type Cacheable = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
-
 /// Configures an [`IdempotencyLayer`]. Start from [`IdempotencyLayer::builder`].
+///
+/// The HTTP settings are its own; how keys are claimed, waited for, renewed, kept and
+/// which responses are stored come from the core's [`Policy`], set whole with
+/// [`policy`](IdempotencyLayerBuilder::policy).
 ///
 /// ```
 /// use std::time::Duration;
-/// use http::{Method, StatusCode};
-/// use idemkit_core::InMemoryBackend;
+/// use http::Method;
+/// use idemkit_core::{InMemoryBackend, Policy, Response};
 /// use idemkit_tower::{Compat, IdempotencyLayer};
 ///
+/// let policy = Policy::builder()
+///     .wait_timeout(Duration::from_secs(5))
+///     // A 409 is an answer worth replaying too.
+///     .cacheable(|response: &Response| matches!(response.status, 200..=299 | 409))
+///     .build()?;
 /// let layer = IdempotencyLayer::builder(InMemoryBackend::new())
 ///     .methods([Method::POST, Method::PUT, Method::PATCH])
 ///     .require_key(true)
@@ -43,14 +49,13 @@ type Cacheable = Arc<dyn Fn(StatusCode) -> bool + Send + Sync>;
 ///         let tenant = parts.headers.get("x-tenant-id")?.to_str().ok()?;
 ///         Some(tenant.to_owned())
 ///     })
-///     .wait_timeout(Duration::from_secs(5))
-///     .cacheable(|status| status.is_success() || status == StatusCode::CONFLICT)
+///     .policy(policy)
 ///     .compat(Compat::Stripe)
-///     .build()
-///     .unwrap();
+///     .build()?;
 /// # drop(layer);
+/// # Ok::<(), idemkit_core::ConfigError>(())
 /// ```
-pub struct Builder<B: Backend> {
+pub struct IdempotencyLayerBuilder<B: Backend> {
     backend: B,
     methods: Vec<Method>,
     require_key: bool,
@@ -61,16 +66,32 @@ pub struct Builder<B: Backend> {
     stored_headers: StoredHeaders,
     compat: Compat,
     storage_retry_after: Duration,
-    cacheable: Cacheable,
-    policy: PolicyBuilder,
+    policy: Policy,
     on_event: Option<EventCallback>,
-    backend_name: &'static str,
     run_hook: Option<Arc<dyn RunHook>>,
 }
 
-impl<B: Backend> Builder<B> {
-    pub(crate) fn new(backend: B) -> Builder<B> {
-        Builder {
+impl<B: Backend> IdempotencyLayer<B> {
+    /// A layer over `backend` with every default: POST and PATCH protected, keys
+    /// optional, no scope (one namespace for all callers, and a warning about it), 1 MiB
+    /// caps, and the default [`Policy`] (a 10 s wait, a 30 s lease, 2xx stored for 24 h,
+    /// failing closed).
+    pub fn new(backend: B) -> IdempotencyLayer<B> {
+        // The defaults form a valid policy: building cannot fail.
+        IdempotencyLayerBuilder::new(backend)
+            .build()
+            .expect("the default settings are valid")
+    }
+
+    /// A builder to change the defaults.
+    pub fn builder(backend: B) -> IdempotencyLayerBuilder<B> {
+        IdempotencyLayerBuilder::new(backend)
+    }
+}
+
+impl<B: Backend> IdempotencyLayerBuilder<B> {
+    fn new(backend: B) -> IdempotencyLayerBuilder<B> {
+        IdempotencyLayerBuilder {
             backend,
             methods: vec![Method::POST, Method::PATCH],
             require_key: false,
@@ -81,24 +102,25 @@ impl<B: Backend> Builder<B> {
             stored_headers: StoredHeaders::default(),
             compat: Compat::Default,
             storage_retry_after: Duration::from_secs(1),
-            cacheable: Arc::new(|status: StatusCode| status.is_success()),
-            policy: Policy::builder(),
+            policy: Policy::default(),
             on_event: None,
-            backend_name: short_type_name::<B>(),
             run_hook: None,
         }
     }
 
     /// The methods the layer protects (default POST and PATCH). Requests with other
     /// methods pass through untouched.
-    pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> Builder<B> {
+    pub fn methods(
+        mut self,
+        methods: impl IntoIterator<Item = Method>,
+    ) -> IdempotencyLayerBuilder<B> {
         self.methods = methods.into_iter().collect();
         self
     }
 
     /// Whether a protected request without an `Idempotency-Key` is refused with a 400
     /// (default `false`: it passes through, unprotected).
-    pub fn require_key(mut self, required: bool) -> Builder<B> {
+    pub fn require_key(mut self, required: bool) -> IdempotencyLayerBuilder<B> {
         self.require_key = required;
         self
     }
@@ -118,14 +140,14 @@ impl<B: Backend> Builder<B> {
     pub fn scope(
         mut self,
         scope: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
-    ) -> Builder<B> {
+    ) -> IdempotencyLayerBuilder<B> {
         self.scope = Scope::Caller(Arc::new(scope));
         self
     }
 
     /// Declares that the service has a single caller: one namespace for everyone, and
     /// no warning about it.
-    pub fn single_tenant(mut self) -> Builder<B> {
+    pub fn single_tenant(mut self) -> IdempotencyLayerBuilder<B> {
         self.scope = Scope::SingleTenant;
         self
     }
@@ -136,7 +158,7 @@ impl<B: Backend> Builder<B> {
     pub fn fingerprint_headers(
         mut self,
         names: impl IntoIterator<Item = HeaderName>,
-    ) -> Builder<B> {
+    ) -> IdempotencyLayerBuilder<B> {
         self.fingerprint_headers = names.into_iter().collect();
         self
     }
@@ -144,7 +166,7 @@ impl<B: Backend> Builder<B> {
     /// The largest request body a protected request may have (default 1 MiB). The body
     /// is read whole before the handler runs, since it is part of the fingerprint; a
     /// longer one is refused with a 413 (`urn:idemkit:request-too-large`).
-    pub fn max_request_body_bytes(mut self, bytes: usize) -> Builder<B> {
+    pub fn max_request_body_bytes(mut self, bytes: usize) -> IdempotencyLayerBuilder<B> {
         self.max_request_body_bytes = bytes;
         self
     }
@@ -152,71 +174,42 @@ impl<B: Backend> Builder<B> {
     /// The largest response body stored for replay (default 1 MiB), counted as the body
     /// streams (never by `Content-Length`). A longer body is still delivered whole, marked
     /// `Idempotency-Replay-Unavailable: size-exceeded`, and not stored.
-    pub fn max_response_body_bytes(mut self, bytes: usize) -> Builder<B> {
+    pub fn max_response_body_bytes(mut self, bytes: usize) -> IdempotencyLayerBuilder<B> {
         self.max_response_body_bytes = bytes;
         self
     }
 
     /// Which response headers are stored and replayed (see [`StoredHeaders`]).
-    pub fn stored_headers(mut self, stored: StoredHeaders) -> Builder<B> {
+    pub fn stored_headers(mut self, stored: StoredHeaders) -> IdempotencyLayerBuilder<B> {
         self.stored_headers = stored;
         self
     }
 
     /// The wire dialect (default [`Compat::Default`]).
-    pub fn compat(mut self, compat: Compat) -> Builder<B> {
+    pub fn compat(mut self, compat: Compat) -> IdempotencyLayerBuilder<B> {
         self.compat = compat;
         self
     }
 
-    /// How long a claim is held without renewal (default 30 s). While the handler runs
-    /// the lease is renewed (see [`heartbeat`](Builder::heartbeat)); if the process dies,
-    /// another request may take the key over once the lease lapses.
-    pub fn lease_ttl(mut self, lease_ttl: Duration) -> Builder<B> {
-        self.policy = self.policy.lease_ttl(lease_ttl);
-        self
-    }
-
-    /// How long a duplicate waits for the request in flight before it is answered 423
-    /// with `Retry-After` (default 10 s).
-    pub fn wait_timeout(mut self, wait_timeout: Duration) -> Builder<B> {
-        self.policy = self.policy.wait_timeout(wait_timeout);
-        self
-    }
-
-    /// How long a stored response is replayed (default 24 h).
-    pub fn expires_after(mut self, expires_after: Duration) -> Builder<B> {
-        self.policy = self.policy.expires_after(expires_after);
-        self
-    }
-
-    /// Whether and how often the lease is renewed while the handler runs (default
-    /// [`Heartbeat::Auto`]: every third of the lease).
-    pub fn heartbeat(mut self, heartbeat: Heartbeat) -> Builder<B> {
-        self.policy = self.policy.heartbeat(heartbeat);
-        self
-    }
-
-    /// What to do when the store fails (default [`OnStorageError::FailClosed`]: a 503
-    /// with `Retry-After`; [`OnStorageError::FailOpen`] runs the handler unprotected).
-    pub fn on_storage_error(mut self, on_storage_error: OnStorageError) -> Builder<B> {
-        self.policy = self.policy.on_storage_error(on_storage_error);
+    /// How keys are claimed and kept (default [`Policy::default`]): the lease and its
+    /// heartbeat, how long a duplicate waits for the request in flight before it is
+    /// answered 423 with `Retry-After`, how long a stored response is replayed, what a
+    /// failing store means ([`OnStorageError`](idemkit_core::OnStorageError): a 503, or
+    /// the handler run unprotected) and which responses are stored.
+    ///
+    /// Two of its settings are the layer's own: a 5xx response is never stored, whatever
+    /// the policy's `cacheable` says (a replayed transient failure would fail every
+    /// retry), and the fingerprint version is the layer's
+    /// ([`IdempotencyEvent::fingerprint_version`]), since the layer computes the
+    /// fingerprints.
+    pub fn policy(mut self, policy: Policy) -> IdempotencyLayerBuilder<B> {
+        self.policy = policy;
         self
     }
 
     /// The `Retry-After` of a 503 for a failed store or a lost lease (default 1 s).
-    pub fn storage_retry_after(mut self, after: Duration) -> Builder<B> {
+    pub fn storage_retry_after(mut self, after: Duration) -> IdempotencyLayerBuilder<B> {
         self.storage_retry_after = after;
-        self
-    }
-
-    /// Which statuses are stored for replay (default: 2xx). Whatever it says, a 5xx is
-    /// never stored: a replayed transient failure would fail every retry.
-    pub fn cacheable(
-        mut self,
-        cacheable: impl Fn(StatusCode) -> bool + Send + Sync + 'static,
-    ) -> Builder<B> {
-        self.cacheable = Arc::new(cacheable);
         self
     }
 
@@ -226,39 +219,48 @@ impl<B: Backend> Builder<B> {
     pub fn on_event(
         mut self,
         on_event: impl Fn(&IdempotencyEvent) + Send + Sync + 'static,
-    ) -> Builder<B> {
+    ) -> IdempotencyLayerBuilder<B> {
         self.on_event = Some(Arc::new(on_event));
-        self
-    }
-
-    /// The backend's name in events (default: the backend type's name).
-    pub fn backend_name(mut self, name: &'static str) -> Builder<B> {
-        self.backend_name = name;
         self
     }
 
     /// Work done around each protected run: with the `postgres` feature,
     /// `PostgresTransactions` hands the handler the
     /// request's transaction and commits it with the stored response.
-    pub fn run_hook(mut self, hook: impl RunHook) -> Builder<B> {
+    pub fn run_hook(mut self, hook: impl RunHook) -> IdempotencyLayerBuilder<B> {
         self.run_hook = Some(Arc::new(hook));
         self
     }
 
-    /// The layer. Fails when the lease settings cannot work together (a heartbeat
-    /// interval that is not shorter than the lease, for instance).
+    /// The layer. Fails with a [`ConfigError`] naming the setting when one cannot work:
+    /// no method to protect (setting `methods`). A policy that cannot work never gets
+    /// here: [`PolicyBuilder::build`](idemkit_core::PolicyBuilder::build) refuses it.
     pub fn build(self) -> Result<IdempotencyLayer<B>, ConfigError> {
-        let cacheable = self.cacheable;
+        if self.methods.is_empty() {
+            return Err(ConfigError::new(
+                "methods",
+                "no method is protected, so the layer would do nothing; name at least one \
+                 (POST and PATCH by default)",
+            ));
+        }
+        // The user's predicate, behind the layer's rule that a 5xx is never stored.
+        let chosen = self.policy.clone();
         let policy = self
             .policy
+            .to_builder()
             .fingerprint_version(FINGERPRINT_VERSION)
             .cacheable(move |response| {
                 let Ok(status) = StatusCode::from_u16(response.status) else {
                     return false;
                 };
-                !status.is_server_error() && cacheable(status)
-            });
-        let executor = AsyncIdempotency::with_policy(self.backend, policy.build()?);
+                !status.is_server_error() && chosen.is_cacheable(response)
+            })
+            .build()
+            // Validity depends on the lease and heartbeat only, which stay the valid
+            // policy's: another fingerprint version and predicate cannot break it.
+            .expect("a valid policy with another version and predicate is valid");
+        let backend_name = self.backend.name();
+        let executor = AsyncIdempotency::with_policy(self.backend, policy);
         if matches!(self.scope, Scope::Unset) {
             scope::warn_shared_namespace_once();
         }
@@ -275,16 +277,16 @@ impl<B: Backend> Builder<B> {
                 compat: self.compat,
                 storage_retry_after: self.storage_retry_after,
                 on_event: self.on_event,
-                backend_name: self.backend_name,
+                backend_name,
                 run_hook: self.run_hook,
             },
         ))
     }
 }
 
-impl<B: Backend> fmt::Debug for Builder<B> {
+impl<B: Backend> fmt::Debug for IdempotencyLayerBuilder<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
+        f.debug_struct("IdempotencyLayerBuilder")
             .field("methods", &self.methods)
             .field("require_key", &self.require_key)
             .field("scope", &self.scope)
@@ -294,33 +296,7 @@ impl<B: Backend> fmt::Debug for Builder<B> {
             .field("stored_headers", &self.stored_headers)
             .field("compat", &self.compat)
             .field("policy", &self.policy)
-            .field("backend_name", &self.backend_name)
+            .field("backend", &self.backend.name())
             .finish_non_exhaustive()
-    }
-}
-
-/// The last segment of a type's path, without generic arguments:
-/// `idemkit_core::InMemoryBackend` gives `InMemoryBackend`.
-fn short_type_name<T: ?Sized>() -> &'static str {
-    let full = std::any::type_name::<T>();
-    let without_generics = full.split('<').next().unwrap_or(full);
-    without_generics
-        .rsplit("::")
-        .next()
-        .unwrap_or(without_generics)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn type_names_are_shortened() {
-        assert_eq!(
-            short_type_name::<idemkit_core::InMemoryBackend>(),
-            "InMemoryBackend"
-        );
-        assert_eq!(short_type_name::<Vec<String>>(), "Vec");
-        assert_eq!(short_type_name::<u8>(), "u8");
     }
 }

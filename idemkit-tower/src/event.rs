@@ -6,12 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use idemkit_core::Key;
+use idemkit_core::{Decision, Key};
 
 /// What the layer did with one request that carried a key (or needed one).
 ///
 /// Requests the layer lets through untouched (a method it does not protect, no key
 /// where none is required) produce no event.
+///
+/// The kinds that are a decision of the core's executor bear its name and come from it
+/// ([`From<Decision>`](#impl-From%3CDecision%3E-for-EventKind)); the others are the
+/// layer's own (a refusal before the executor runs, a response too large or streamed).
+/// [`as_str`](EventKind::as_str) gives the name dashboards read, which is the
+/// specification's and not always the variant's (`Reclaimed` is `lease_reclaimed`,
+/// `InProgress` is `conflict`, `StorageFailed` is `storage_error`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EventKind {
@@ -19,7 +26,7 @@ pub enum EventKind {
     New,
     /// The key's previous holder let its lease lapse; this request took the key over,
     /// ran the handler and stored its response.
-    LeaseReclaimed,
+    Reclaimed,
     /// A stored response was replayed.
     Replayed,
     /// A request with the key was running; this one waited for it and replayed its
@@ -38,20 +45,20 @@ pub enum EventKind {
     /// The handler ran, but its lease had lapsed and another request had taken the key
     /// over: this response was delivered (marked `Idempotency-Replay-Unavailable:
     /// fenced-out`), the other request's result is the one kept.
-    LeaseReclaimedLoss,
+    ReclaimedLoss,
     /// The store failed and the layer fails open: the handler ran without protection
     /// (its response marked `Idempotency-Replay-Unavailable: storage-error`).
     RanUnprotected,
     /// A request with the key was still running when the wait ran out: 423 (409 in the
     /// Stripe dialect, which also answers so a request with other parameters that met
     /// the key in flight).
-    Conflict,
+    InProgress,
     /// The key was used before with another request: 422 (400 in the Stripe dialect).
     PayloadMismatch,
     /// The store failed and the layer fails closed: 503; or it failed to store the
     /// response of a handler that ran, which is delivered marked
     /// `Idempotency-Replay-Unavailable: storage-error`.
-    StorageError,
+    StorageFailed,
     /// The handler failed (the inner service returned an error, or its response body
     /// broke off): the key was released.
     HandlerFailed,
@@ -71,21 +78,23 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// The decision's name, in `snake_case` (`new`, `replayed`, `payload_mismatch`, ...).
+    /// The decision's name on the wire, in `snake_case` (`new`, `replayed`,
+    /// `payload_mismatch`, ...): the idemkit specification's event names, which logs
+    /// and dashboards read, so they do not follow the variants' names.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::New => "new",
-            EventKind::LeaseReclaimed => "lease_reclaimed",
+            EventKind::Reclaimed => "lease_reclaimed",
             EventKind::Replayed => "replayed",
             EventKind::ReplayedAfterWait => "replayed_after_wait",
             EventKind::NotCached => "not_cached",
             EventKind::SizeExceeded => "size_exceeded",
             EventKind::Streaming => "streaming",
-            EventKind::LeaseReclaimedLoss => "lease_reclaimed_loss",
+            EventKind::ReclaimedLoss => "lease_reclaimed_loss",
             EventKind::RanUnprotected => "ran_unprotected",
-            EventKind::Conflict => "conflict",
+            EventKind::InProgress => "conflict",
             EventKind::PayloadMismatch => "payload_mismatch",
-            EventKind::StorageError => "storage_error",
+            EventKind::StorageFailed => "storage_error",
             EventKind::HandlerFailed => "handler_failed",
             EventKind::LeaseLost => "lease_lost",
             EventKind::MissingKey => "missing_key",
@@ -102,10 +111,10 @@ impl EventKind {
     pub fn is_trouble(self) -> bool {
         matches!(
             self,
-            EventKind::StorageError
+            EventKind::StorageFailed
                 | EventKind::RanUnprotected
                 | EventKind::LeaseLost
-                | EventKind::LeaseReclaimedLoss
+                | EventKind::ReclaimedLoss
                 | EventKind::IdentityUnavailable
                 | EventKind::HandlerFailed
         )
@@ -121,13 +130,37 @@ impl EventKind {
     }
 }
 
+impl From<Decision> for EventKind {
+    /// The kind of the same name. A decision a newer core adds is reported as
+    /// [`EventKind::StorageFailed`] (the layer could not settle the request) until this
+    /// crate names it.
+    fn from(decision: Decision) -> EventKind {
+        match decision {
+            Decision::New => EventKind::New,
+            Decision::Reclaimed => EventKind::Reclaimed,
+            Decision::Replayed => EventKind::Replayed,
+            Decision::ReplayedAfterWait => EventKind::ReplayedAfterWait,
+            Decision::NotCached => EventKind::NotCached,
+            Decision::ReclaimedLoss => EventKind::ReclaimedLoss,
+            Decision::RanUnprotected => EventKind::RanUnprotected,
+            Decision::PayloadMismatch => EventKind::PayloadMismatch,
+            Decision::InProgress => EventKind::InProgress,
+            Decision::StorageFailed => EventKind::StorageFailed,
+            Decision::LeaseLost => EventKind::LeaseLost,
+            Decision::HandlerFailed => EventKind::HandlerFailed,
+            _ => EventKind::StorageFailed,
+        }
+    }
+}
+
 impl fmt::Display for EventKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-/// One decision of the layer, as handed to [`on_event`](crate::Builder::on_event)
+/// One decision of the layer, as handed to
+/// [`on_event`](crate::IdempotencyLayerBuilder::on_event)
 /// and logged through `tracing`.
 ///
 /// It never carries the client's raw key: only the effective key, a hash.
@@ -150,7 +183,8 @@ pub struct IdempotencyEvent {
     /// From the moment the layer received the request to the moment it handed the
     /// response head back (a delivered body may still be streaming).
     pub latency: Duration,
-    /// The name of the backend (see [`backend_name`](crate::Builder::backend_name)).
+    /// The backend's name, as it names itself ([`Backend::name`](idemkit_core::Backend::name):
+    /// `"memory"`, `"redis"`, `"sqlite"`, `"postgres"`).
     pub backend: &'static str,
     /// The version of the fingerprint scheme.
     pub fingerprint_version: u32,
@@ -227,17 +261,17 @@ mod tests {
     fn names_are_distinct_snake_case() {
         let kinds = [
             EventKind::New,
-            EventKind::LeaseReclaimed,
+            EventKind::Reclaimed,
             EventKind::Replayed,
             EventKind::ReplayedAfterWait,
             EventKind::NotCached,
             EventKind::SizeExceeded,
             EventKind::Streaming,
-            EventKind::LeaseReclaimedLoss,
+            EventKind::ReclaimedLoss,
             EventKind::RanUnprotected,
-            EventKind::Conflict,
+            EventKind::InProgress,
             EventKind::PayloadMismatch,
-            EventKind::StorageError,
+            EventKind::StorageFailed,
             EventKind::HandlerFailed,
             EventKind::LeaseLost,
             EventKind::MissingKey,
@@ -254,8 +288,54 @@ mod tests {
                 .all(|byte| byte.is_ascii_lowercase() || byte == b'_')
         }));
         assert_eq!(EventKind::PayloadMismatch.to_string(), "payload_mismatch");
-        assert!(EventKind::StorageError.is_trouble());
+        assert!(EventKind::StorageFailed.is_trouble());
         assert!(!EventKind::Replayed.is_trouble());
+    }
+
+    /// Every decision the core names (the list `Decision` has today).
+    const DECISIONS: [Decision; 12] = [
+        Decision::New,
+        Decision::Reclaimed,
+        Decision::Replayed,
+        Decision::ReplayedAfterWait,
+        Decision::NotCached,
+        Decision::ReclaimedLoss,
+        Decision::RanUnprotected,
+        Decision::PayloadMismatch,
+        Decision::InProgress,
+        Decision::StorageFailed,
+        Decision::LeaseLost,
+        Decision::HandlerFailed,
+    ];
+
+    #[test]
+    fn every_decision_maps_to_the_kind_of_its_name() {
+        for decision in DECISIONS {
+            let kind = EventKind::from(decision);
+            assert_eq!(format!("{kind:?}"), format!("{decision:?}"));
+        }
+    }
+
+    #[test]
+    fn wire_names_stay_the_specifications() {
+        // Dashboards read these: a variant's rename must not change them.
+        let names = [
+            (EventKind::New, "new"),
+            (EventKind::Reclaimed, "lease_reclaimed"),
+            (EventKind::Replayed, "replayed"),
+            (EventKind::ReplayedAfterWait, "replayed_after_wait"),
+            (EventKind::NotCached, "not_cached"),
+            (EventKind::ReclaimedLoss, "lease_reclaimed_loss"),
+            (EventKind::RanUnprotected, "ran_unprotected"),
+            (EventKind::PayloadMismatch, "payload_mismatch"),
+            (EventKind::InProgress, "conflict"),
+            (EventKind::StorageFailed, "storage_error"),
+            (EventKind::LeaseLost, "lease_lost"),
+            (EventKind::HandlerFailed, "handler_failed"),
+        ];
+        for (kind, name) in names {
+            assert_eq!(kind.as_str(), name);
+        }
     }
 
     #[test]
@@ -267,7 +347,7 @@ mod tests {
         });
         let key = Key::new(["k"]);
         let report = Report {
-            kind: EventKind::Conflict,
+            kind: EventKind::InProgress,
             effective_key: Some(&key),
             method: &Method::POST,
             path: "/r",
@@ -280,7 +360,7 @@ mod tests {
         report.emit(None);
         assert_eq!(
             *seen.lock().unwrap(),
-            [(EventKind::Conflict, Some(StatusCode::LOCKED))]
+            [(EventKind::InProgress, Some(StatusCode::LOCKED))]
         );
     }
 }

@@ -1,54 +1,27 @@
-//! [`IdempotencyLayer`]: the tower `Layer`, and what its services share.
+//! [`IdempotencyLayer`]: the tower `Layer` that wraps a service in an
+//! [`IdempotencyService`].
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use http::Method;
-use http::header::HeaderName;
 use http::request::Parts;
 use idemkit_core::{AsyncIdempotency, Backend, Key};
 use tower_layer::Layer;
 
-use crate::builder::Builder;
 use crate::canonical::Target;
-use crate::compat::Compat;
+use crate::config::{Config, Shared};
 use crate::effective_key::effective_key;
-use crate::event::EventCallback;
 use crate::key_header::{IdempotencyKey, KeyHeaderError};
-use crate::run_hook::RunHook;
-use crate::scope::Scope;
 use crate::service::IdempotencyService;
-use crate::stored_headers::StoredHeaders;
 
 /// A tower [`Layer`] that runs each keyed request once and replays its response to
 /// every retry. See the [crate documentation](crate) for what it does.
 ///
-/// Cloning it is cheap, and clones share their store and settings.
+/// Cloning it is cheap, and clones share their store and settings. It is made by
+/// [`IdempotencyLayer::new`] or [`IdempotencyLayer::builder`] (both in `builder.rs`, so
+/// that the layer does not depend on its builder).
 pub struct IdempotencyLayer<B: Backend> {
     shared: Arc<Shared<B>>,
-}
-
-/// What every service of one layer shares.
-pub(crate) struct Shared<B: Backend> {
-    pub(crate) executor: AsyncIdempotency<B>,
-    pub(crate) config: Config,
-}
-
-/// The layer's settings, as built.
-pub(crate) struct Config {
-    pub(crate) methods: Vec<Method>,
-    pub(crate) require_key: bool,
-    pub(crate) scope: Scope,
-    pub(crate) fingerprint_headers: Vec<HeaderName>,
-    pub(crate) max_request_body_bytes: usize,
-    pub(crate) max_response_body_bytes: usize,
-    pub(crate) stored_headers: StoredHeaders,
-    pub(crate) compat: Compat,
-    pub(crate) storage_retry_after: Duration,
-    pub(crate) on_event: Option<EventCallback>,
-    pub(crate) backend_name: &'static str,
-    pub(crate) run_hook: Option<Arc<dyn RunHook>>,
 }
 
 /// Why a request has no effective key.
@@ -76,21 +49,6 @@ impl fmt::Display for KeyError {
 impl std::error::Error for KeyError {}
 
 impl<B: Backend> IdempotencyLayer<B> {
-    /// A layer over `backend` with every default: POST and PATCH protected, keys
-    /// optional, no scope (one namespace for all callers, and a warning about it), 1 MiB
-    /// caps, a 10 s wait, a 30 s lease, 2xx stored for 24 h, failing closed.
-    pub fn new(backend: B) -> IdempotencyLayer<B> {
-        // The defaults form a valid policy: building cannot fail.
-        Builder::new(backend)
-            .build()
-            .expect("the default settings are valid")
-    }
-
-    /// A builder to change the defaults.
-    pub fn builder(backend: B) -> Builder<B> {
-        Builder::new(backend)
-    }
-
     pub(crate) fn from_config(executor: AsyncIdempotency<B>, config: Config) -> Self {
         IdempotencyLayer {
             shared: Arc::new(Shared { executor, config }),

@@ -65,34 +65,36 @@
 //!
 //! # What it does
 //!
-//! - **Which requests.** `POST` and `PATCH` by default ([`Builder::methods`]); others pass
+//! - **Which requests.** `POST` and `PATCH` by default ([`IdempotencyLayerBuilder::methods`]); others pass
 //!   through untouched. A protected request without a key passes through too, unless keys
-//!   are required ([`Builder::require_key`]): then it is a 400.
+//!   are required ([`IdempotencyLayerBuilder::require_key`]): then it is a 400.
 //! - **The key.** The `Idempotency-Key` header, its name matched without regard to case;
 //!   a quoted structured-field string (`"abc"`) and a bare value (`abc`) are the same
 //!   key. 1 to 255 bytes; an empty, longer, badly quoted or repeated header is a 400.
 //! - **The record's name** (the effective key) is a SHA-256 of the client's key, the
-//!   caller's scope ([`Builder::scope`], a function of the request head), the method and
+//!   caller's scope ([`IdempotencyLayerBuilder::scope`], a function of the request head), the method and
 //!   the path, each length-prefixed: the same key from two tenants, or to two endpoints,
 //!   names two records. The raw key is never stored or logged. With no scope, every
 //!   caller shares one namespace, and the layer says so loudly when it is built.
 //! - **The fingerprint** is a SHA-256 of the method, the path, the query (parameters
-//!   sorted) and the body, plus the headers named with [`Builder::fingerprint_headers`].
+//!   sorted) and the body, plus the headers named with [`IdempotencyLayerBuilder::fingerprint_headers`].
 //!   JSON bodies are compared with their members sorted, form bodies with their fields
 //!   sorted, multipart bodies with their parts sorted: a client library that
 //!   re-serializes a retry still matches. A key reused with another fingerprint is a 422
 //!   and the stored response is never handed out. Its rules are in
 //!   [The fingerprint](#the-fingerprint) below.
 //! - **Request bodies** are read whole before the handler runs (they are part of the
-//!   fingerprint), up to 1 MiB by default ([`Builder::max_request_body_bytes`]).
-//! - **The handler runs once.** A 2xx response is stored (by default; see
-//!   [`Builder::cacheable`]); a 5xx never is, whatever the predicate says, since a
-//!   replayed transient failure would fail every retry. A response that is not stored
-//!   is delivered and its key released, so a retry runs again.
+//!   fingerprint), up to 1 MiB by default
+//!   ([`IdempotencyLayerBuilder::max_request_body_bytes`]).
+//! - **The handler runs once.** A 2xx response is stored (by default: the policy's
+//!   `cacheable` chooses, see [`IdempotencyLayerBuilder::policy`]); a 5xx never is,
+//!   whatever the predicate says, since a replayed transient failure would fail every
+//!   retry. A response that is not stored is delivered and its key released, so a
+//!   retry runs again.
 //! - **Response bodies** are counted as they stream, never by `Content-Length`. Up to
-//!   1 MiB by default ([`Builder::max_response_body_bytes`]) they are stored; a longer one
-//!   is delivered whole, marked `Idempotency-Replay-Unavailable: size-exceeded`, and not
-//!   stored. An event stream (`text/event-stream`) is delivered as it streams, marked
+//!   1 MiB by default ([`IdempotencyLayerBuilder::max_response_body_bytes`]) they are
+//!   stored; a longer one is delivered whole, marked
+//!   `Idempotency-Replay-Unavailable: size-exceeded`, and not stored. An event stream (`text/event-stream`) is delivered as it streams, marked
 //!   `Idempotency-Replay-Unavailable: streaming`, and never stored.
 //! - **A response delivered but not stored** says why in `Idempotency-Replay-Unavailable`
 //!   ([`ReplayUnavailable`]): besides the two above, `storage-error` when the store failed
@@ -103,12 +105,12 @@
 //!   `Location`, `ETag`, `Content-Type` and the like are replayed; `Set-Cookie`,
 //!   `Authorization` and connection headers never are. The first client gets every
 //!   header its handler set.
-//! - **A duplicate in flight** waits (10 s by default, [`Builder::wait_timeout`]) and
+//! - **A duplicate in flight** waits (the policy's `wait_timeout`, 10 s by default) and
 //!   replays the result; if the wait runs out, 423 with `Retry-After` (what remains of
 //!   the running request's lease, at least one second). A client should retry after it,
 //!   a bounded number of times.
 //! - **A failing store** is a 503 with `Retry-After` when failing closed (the default),
-//!   or an unprotected run when failing open ([`Builder::on_storage_error`]). If the
+//!   or an unprotected run when failing open (the policy's `on_storage_error`). If the
 //!   store fails only when the response is to be stored, the handler has run: its
 //!   response is delivered rather than a 503 that would invite a second run.
 //! - **A client that goes away mid-run.** hyper drops the request's future, which
@@ -116,8 +118,8 @@
 //!   networked store whose release cannot complete in that instant, the lease lapses
 //!   instead): a retry runs again, never waits out a stuck key. A handler whose side
 //!   effect must not be cut short should hand it to a spawned task.
-//! - **Leases.** While the handler runs its lease is renewed ([`Builder::heartbeat`]);
-//!   if the process dies, the lease lapses ([`Builder::lease_ttl`], 30 s by default) and
+//! - **Leases.** While the handler runs its lease is renewed (the policy's `heartbeat`);
+//!   if the process dies, the lease lapses (the policy's `lease_ttl`, 30 s by default) and
 //!   the next retry takes the key over. A stalled run whose lease was taken over keeps
 //!   its own response; the new run's result is the one stored.
 //!
@@ -216,12 +218,12 @@
 //! Every decision on a protected request (a new run, a replay, a refusal, a bypass...)
 //! is one [`IdempotencyEvent`]: logged through `tracing` (target `idemkit_tower`; `WARN`
 //! for faults, `INFO` for refusals and bypasses, `DEBUG` for runs and replays) and
-//! handed to your callback ([`Builder::on_event`]). An event carries the effective key
+//! handed to your callback ([`IdempotencyLayerBuilder::on_event`]). An event carries the effective key
 //! (a hash), never the client's key.
 //!
 //! # The handler's writes and the stored response in one transaction
 //!
-//! A [`RunHook`] set with [`Builder::run_hook`] works around each protected run: before
+//! A [`RunHook`] set with [`IdempotencyLayerBuilder::run_hook`] works around each protected run: before
 //! it, it puts what the handler needs into the request's extensions; after it, it says
 //! whether the handler's effect was rolled back, and the layer then answers a
 //! `urn:idemkit:lease-lost` problem instead of the handler's response. With the
@@ -245,6 +247,7 @@ mod answer;
 mod builder;
 mod canonical;
 mod compat;
+mod config;
 mod effective_key;
 mod event;
 mod fingerprint;
@@ -261,7 +264,9 @@ mod scope;
 mod service;
 mod stored_headers;
 
-pub use builder::{Builder, DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_RESPONSE_BODY_BYTES};
+pub use builder::{
+    DEFAULT_MAX_REQUEST_BODY_BYTES, DEFAULT_MAX_RESPONSE_BODY_BYTES, IdempotencyLayerBuilder,
+};
 pub use compat::{
     Compat, IDEMPOTENCY_REPLAY_UNAVAILABLE, IDEMPOTENCY_REPLAYED, IDEMPOTENT_REPLAYED,
     ReplayUnavailable,

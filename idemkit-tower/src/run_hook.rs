@@ -6,7 +6,7 @@
 use http::Extensions;
 use idemkit_core::Key;
 
-/// Work around each run the layer protects. Set with [`Builder::run_hook`](crate::Builder::run_hook);
+/// Work around each run the layer protects. Set with [`IdempotencyLayerBuilder::run_hook`](crate::IdempotencyLayerBuilder::run_hook);
 /// with the `postgres` feature, `PostgresTransactions` is one.
 pub trait RunHook: Send + Sync + 'static {
     /// Before the executor runs the request whose record is `key` (the effective key):

@@ -12,8 +12,8 @@ use http_body::Body;
 use idemkit_core::Backend;
 use tower_service::Service;
 
+use crate::config::Shared;
 use crate::handle::handle;
-use crate::layer::Shared;
 use crate::request_body::{BoxError, RequestBody};
 use crate::response_body::ResponseBody;
 
@@ -34,8 +34,37 @@ impl<S, B: Backend> IdempotencyService<S, B> {
     }
 
     /// The wrapped service.
+    ///
+    /// ```
+    /// use std::convert::Infallible;
+    /// use http::{Request, Response};
+    /// use idemkit_core::InMemoryBackend;
+    /// use idemkit_tower::{IdempotencyLayer, RequestBody};
+    /// use tower::{Layer, service_fn};
+    ///
+    /// let handler = service_fn(|_: Request<RequestBody<String>>| async {
+    ///     Ok::<_, Infallible>(Response::new(String::from("done")))
+    /// });
+    /// let layer = IdempotencyLayer::builder(InMemoryBackend::new()).single_tenant().build()?;
+    /// let mut service = layer.layer(handler);
+    /// let _handler: &_ = service.get_ref();
+    /// let _handler: &mut _ = service.get_mut();
+    /// let _handler = service.into_inner();
+    /// # Ok::<(), idemkit_core::ConfigError>(())
+    /// ```
     pub fn get_ref(&self) -> &S {
         &self.inner
+    }
+
+    /// The wrapped service, to change it in place. Requests already handed on keep the
+    /// instance they were given (each call clones the service it was polled ready with).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, without the layer.
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 }
 

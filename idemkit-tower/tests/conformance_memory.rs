@@ -5,17 +5,9 @@
 //! the scenario of a record that fails to decode has no meaning here; it runs against
 //! stores that hold bytes (Redis).
 
-#[path = "../examples/conformance_server/app/mod.rs"]
-mod app;
 mod support;
 
 use support::scenarios::{self, Target};
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 fn memory() -> Target {
     Target {

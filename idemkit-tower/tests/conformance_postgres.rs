@@ -10,6 +10,7 @@
 //! `IDEMKIT_REQUIRE_POSTGRES=1`.
 
 #[path = "../examples/conformance_server/app/mod.rs"]
+#[allow(dead_code)] // only its table naming is read here: the servers are child processes
 mod app;
 mod support;
 
@@ -20,12 +21,6 @@ use http::StatusCode;
 use support::client::{Call, send};
 use support::scenarios::{self, Target};
 use support::server::ServerProcess;
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 fn psql(url: &str, sql: &str) -> String {
     let out = Command::new("psql")

@@ -5,8 +5,6 @@
 //!
 //! Without `redis-server` these tests say so and pass, unless `IDEMKIT_REQUIRE_REDIS=1`.
 
-#[path = "../examples/conformance_server/app/mod.rs"]
-mod app;
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,12 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis_harness::RedisServer;
 use support::client::{Call, send};
 use support::scenarios::{self, Target};
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 /// A target on this binary's shared Redis, in a namespace of its own; `None` (after
 /// saying why) when Redis is not installed.

@@ -1,8 +1,6 @@
 //! The conformance server's own contract, before any idempotency: where it listens, the
 //! handler's answer, `/_stats`, the test headers, the crash.
 
-#[path = "../examples/conformance_server/app/mod.rs"]
-mod app;
 mod support;
 
 use std::time::Duration;
@@ -10,12 +8,6 @@ use std::time::Duration;
 use http::Method;
 use support::client::{Call, send};
 use support::server::ServerProcess;
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 #[tokio::test]
 async fn every_path_and_method_reaches_the_counting_handler() {

@@ -5,8 +5,6 @@
 //! server waits for the first one's run and replays it, and a server restarted on the
 //! file replays what the one before it stored.
 
-#[path = "../examples/conformance_server/app/mod.rs"]
-mod app;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -14,12 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use support::client::{Call, send};
 use support::scenarios::{self, Target};
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 /// A fresh file path (nothing created yet) for one test.
 fn fresh_file() -> PathBuf {

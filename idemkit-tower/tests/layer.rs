@@ -16,9 +16,10 @@ use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
-use idemkit_core::{Heartbeat, InMemoryBackend, OnStorageError};
+use idemkit_core::{Heartbeat, InMemoryBackend, OnStorageError, Policy, Response as Stored};
 use idemkit_tower::{
-    Builder, Compat, EventKind, IdempotencyEvent, IdempotencyLayer, MAX_KEY_BYTES, StoredHeaders,
+    Compat, EventKind, IdempotencyEvent, IdempotencyLayer, IdempotencyLayerBuilder, MAX_KEY_BYTES,
+    StoredHeaders,
 };
 use support::client::{Call, Reply, send, send_raw, send_then_abandon};
 use support::in_process::{Served, serve_axum};
@@ -123,12 +124,12 @@ impl Events {
     }
 }
 
-fn builder() -> Builder<InMemoryBackend> {
+fn builder() -> IdempotencyLayerBuilder<InMemoryBackend> {
     IdempotencyLayer::builder(InMemoryBackend::new()).single_tenant()
 }
 
 /// Serves the app behind the layer `builder` describes, reporting into `events`.
-async fn serve(builder: Builder<InMemoryBackend>) -> (Served, App, Events) {
+async fn serve(builder: IdempotencyLayerBuilder<InMemoryBackend>) -> (Served, App, Events) {
     let events = Events::default();
     let sink = events.clone();
     let layer = builder
@@ -461,7 +462,15 @@ async fn replays_carry_the_stored_headers_only() {
 
 #[tokio::test]
 async fn server_errors_are_never_stored_whatever_the_predicate_says() {
-    let (served, app, events) = serve(builder().cacheable(|_| true)).await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .cacheable(|_: &Stored| true)
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     for _ in 0..2 {
         let reply = send(served.address, post("e").header("x-status", "503"))
             .await
@@ -496,9 +505,12 @@ async fn server_errors_are_never_stored_whatever_the_predicate_says() {
 
 #[tokio::test]
 async fn the_stripe_dialect_answers_400_or_409_and_marks_replays_its_way() {
-    let stripe = builder()
-        .compat(Compat::Stripe)
-        .wait_timeout(Duration::from_millis(200));
+    let stripe = builder().compat(Compat::Stripe).policy(
+        Policy::builder()
+            .wait_timeout(Duration::from_millis(200))
+            .build()
+            .expect("a valid policy"),
+    );
     let (served, app, _) = serve(stripe).await;
     send(served.address, post("s")).await.unwrap();
     let replay = send(served.address, post("s")).await.unwrap();
@@ -576,7 +588,7 @@ async fn wait_until(mut done: impl FnMut() -> bool) {
 
 /// A store that holds one record: the second key fails to claim (the store is full),
 /// which is the storage-error path.
-fn one_record_store() -> Builder<InMemoryBackend> {
+fn one_record_store() -> IdempotencyLayerBuilder<InMemoryBackend> {
     IdempotencyLayer::builder(InMemoryBackend::builder().max_size(1).build()).single_tenant()
 }
 
@@ -589,14 +601,21 @@ async fn a_failing_store_is_503_with_retry_after_when_failing_closed() {
     assert_eq!(refused.status, 503);
     assert_eq!(refused.problem_type(), "urn:idemkit:storage-error");
     assert_eq!(refused.header("retry-after"), Some("7"));
-    assert_eq!(events.last().kind, EventKind::StorageError);
+    assert_eq!(events.last().kind, EventKind::StorageFailed);
     assert_eq!(app.calls(), 1, "not run when failing closed");
 }
 
 #[tokio::test]
 async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
-    let (served, app, events) =
-        serve(one_record_store().on_storage_error(OnStorageError::FailOpen)).await;
+    let (served, app, events) = serve(
+        one_record_store().policy(
+            Policy::builder()
+                .on_storage_error(OnStorageError::FailOpen)
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     send(served.address, post("first")).await.unwrap();
     for _ in 0..2 {
         let reply = send(served.address, post("second")).await.unwrap();
@@ -616,7 +635,15 @@ async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_mid_run_does_not_leave_its_key_held() {
-    let (served, app, events) = serve(builder().wait_timeout(Duration::from_millis(200))).await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .wait_timeout(Duration::from_millis(200))
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     let waiting = app.waiting.clone();
     send_then_abandon(served.address, post("gone").header("x-gate", "1"), || {
         let started = waiting.load(Ordering::SeqCst) == 1;
@@ -682,9 +709,13 @@ async fn waiters_that_give_up_leave_the_others_their_replay() {
 async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
     // No heartbeat: a holder that stalls past its lease is taken over, as a crashed one
     // would be, and its late result is fenced out.
-    let stalling = builder()
-        .heartbeat(Heartbeat::Off)
-        .lease_ttl(Duration::from_millis(300));
+    let stalling = builder().policy(
+        Policy::builder()
+            .heartbeat(Heartbeat::Off)
+            .lease_ttl(Duration::from_millis(300))
+            .build()
+            .expect("a valid policy"),
+    );
     let (served, app, events) = serve(stalling).await;
     let address = served.address;
     let zombie =
@@ -696,7 +727,7 @@ async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
     assert_eq!(taker.status, 201);
     assert!(!replayed(&taker));
     assert_eq!(taker.json()["call"], 2);
-    assert_eq!(events.last().kind, EventKind::LeaseReclaimed);
+    assert_eq!(events.last().kind, EventKind::Reclaimed);
 
     app.gate.notify_waiters();
     let zombie = zombie.await.unwrap().unwrap();
@@ -705,7 +736,7 @@ async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
         1,
         "the stalled client still gets its own response"
     );
-    assert_eq!(events.last().kind, EventKind::LeaseReclaimedLoss);
+    assert_eq!(events.last().kind, EventKind::ReclaimedLoss);
     let replay = send(served.address, post("lapse")).await.unwrap();
     assert!(replayed(&replay));
     assert_eq!(
@@ -717,7 +748,15 @@ async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
 
 #[tokio::test]
 async fn a_duplicate_waits_then_replays_and_times_out_with_the_lease_remaining() {
-    let (served, app, events) = serve(builder().wait_timeout(Duration::from_millis(300))).await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .wait_timeout(Duration::from_millis(300))
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     let address = served.address;
     let first = tokio::spawn(async move { send(address, post("w").header("x-gate", "1")).await });
     wait_until(|| app.waiting.load(Ordering::SeqCst) == 1).await;
@@ -725,7 +764,7 @@ async fn a_duplicate_waits_then_replays_and_times_out_with_the_lease_remaining()
     assert_eq!(timed_out.status, 423);
     let seconds: u64 = timed_out.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=30).contains(&seconds), "{seconds}");
-    assert_eq!(events.last().kind, EventKind::Conflict);
+    assert_eq!(events.last().kind, EventKind::InProgress);
     app.gate.notify_waiters();
     let first = first.await.unwrap().unwrap();
     let replay = send(served.address, post("w")).await.unwrap();
@@ -737,7 +776,7 @@ async fn a_duplicate_waits_then_replays_and_times_out_with_the_lease_remaining()
 
 #[tokio::test]
 async fn each_decision_is_reported_with_the_hashed_key_never_the_raw_one() {
-    let (served, _, events) = serve(builder().backend_name("memory")).await;
+    let (served, _, events) = serve(builder()).await;
     send(served.address, post("secret-key-1")).await.unwrap();
     send(served.address, post("secret-key-1")).await.unwrap();
     send(served.address, post("secret-key-1").body("other"))

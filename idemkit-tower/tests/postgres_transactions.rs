@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use axum::{Extension, Router, http::HeaderMap, http::StatusCode, routing::post};
-use idemkit_core::Heartbeat;
+use idemkit_core::{Heartbeat, Policy};
 use idemkit_postgres::{PostgresBackend, RunTransaction};
 use idemkit_tower::{IdempotencyLayer, PostgresTransactions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -87,9 +87,14 @@ async fn serve(lease: Duration) -> Option<(Tables, std::net::SocketAddr)> {
         .unwrap();
     let layer = IdempotencyLayer::builder(backend.clone())
         .single_tenant()
-        .lease_ttl(lease)
-        .heartbeat(Heartbeat::Off)
-        .wait_timeout(Duration::from_secs(20))
+        .policy(
+            Policy::builder()
+                .lease_ttl(lease)
+                .heartbeat(Heartbeat::Off)
+                .wait_timeout(Duration::from_secs(20))
+                .build()
+                .expect("a valid policy"),
+        )
         .run_hook(PostgresTransactions::new(&backend))
         .build()
         .unwrap();

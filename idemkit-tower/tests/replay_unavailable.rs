@@ -12,7 +12,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use idemkit_core::{
     Backend, Claim, ClaimToken, Error, Heartbeat, InMemoryBackend, ManualClock, OnStorageError,
-    Record, Response as StoredResponse, Timer,
+    Policy, Record, Response as StoredResponse, Timer,
 };
 use idemkit_tower::{EventKind, IdempotencyLayer};
 use support::client::{Call, send};
@@ -89,7 +89,12 @@ async fn a_response_the_store_failed_to_keep_is_marked_storage_error() {
         let sink = Arc::clone(&kinds);
         let layer = IdempotencyLayer::builder(backend.clone())
             .single_tenant()
-            .on_storage_error(policy)
+            .policy(
+                Policy::builder()
+                    .on_storage_error(policy)
+                    .build()
+                    .expect("a valid policy"),
+            )
             .on_event(move |event| sink.lock().unwrap().push(event.kind))
             .build()
             .unwrap();
@@ -117,7 +122,7 @@ async fn a_response_the_store_failed_to_keep_is_marked_storage_error() {
         );
         let last = *kinds.lock().unwrap().last().unwrap();
         let expected = match policy {
-            OnStorageError::FailClosed => EventKind::StorageError,
+            OnStorageError::FailClosed => EventKind::StorageFailed,
             _ => EventKind::RanUnprotected,
         };
         assert_eq!(last, expected);
@@ -158,8 +163,13 @@ async fn a_response_fenced_out_by_a_takeover_is_marked_fenced_out() {
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
     let layer = IdempotencyLayer::builder(backend.clone())
         .single_tenant()
-        .heartbeat(Heartbeat::Off)
-        .lease_ttl(LEASE)
+        .policy(
+            Policy::builder()
+                .heartbeat(Heartbeat::Off)
+                .lease_ttl(LEASE)
+                .build()
+                .expect("a valid policy"),
+        )
         .build()
         .unwrap();
     let takeover = Takeover {

@@ -7,20 +7,12 @@
 //! Without stripe-python these tests say so and pass, unless
 //! `IDEMKIT_REQUIRE_STRIPE_PYTHON=1` (as in CI), where its absence fails them.
 
-#[path = "../examples/conformance_server/app/mod.rs"]
-mod app;
 mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use support::server::ServerProcess;
-
-/// Not a test: the entry point of the server child processes (see `support::server`).
-#[test]
-fn conformance_server_child() {
-    support::server::child_entry(app::main_with_args);
-}
 
 /// The Python interpreter: `IDEMKIT_PYTHON`, or `python3`.
 fn python() -> String {

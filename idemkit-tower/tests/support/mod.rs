@@ -1,6 +1,6 @@
 //! What the integration tests share: an HTTP client, the conformance server in a child
-//! process, and the server's own code (compiled into each test binary so that the
-//! child can be the test binary itself).
+//! process (the crate's `idemkit-conformance-server` binary), and a server in the test's
+//! own process.
 #![allow(dead_code)]
 
 pub mod client;

@@ -1,9 +1,8 @@
 //! The conformance server in a child process, so a test can crash it, restart it, run
 //! two of them, and read the event lines it prints.
 //!
-//! The child is this very test binary, started again with the server's arguments in
-//! an environment variable: [`child_entry`] (called from a `#[test]` of each test
-//! binary) runs the server instead of returning when it finds them.
+//! The child is the crate's `idemkit-conformance-server` binary (feature
+//! `conformance-server`), which cargo builds for the tests that need it.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -13,27 +12,30 @@ use std::time::Duration;
 
 use super::client::{Call, send};
 
-/// Where the child finds its arguments (separated by newlines).
-const ARGS_VARIABLE: &str = "IDEMKIT_TOWER_CONFORMANCE_SERVER_ARGS";
-
-/// The name of the `#[test]` that calls [`child_entry`] in each test binary.
-pub const CHILD_TEST_NAME: &str = "conformance_server_child";
-
 /// How long a child may take to say it listens. Generous: the machine is shared.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
-/// In the child, runs the conformance server (`serve`, given the arguments the parent
-/// passed) and never returns; elsewhere, returns at once.
-pub fn child_entry(serve: impl FnOnce(Vec<String>) -> std::process::ExitCode) {
-    let Ok(args) = std::env::var(ARGS_VARIABLE) else {
-        return;
-    };
-    let code = serve(args.lines().map(str::to_owned).collect());
-    std::process::exit(if code == std::process::ExitCode::SUCCESS {
-        0
-    } else {
-        1
-    });
+/// The conformance server binary. Read when a server starts rather than with `env!`, so
+/// that a test binary that includes this module but starts no server (it is shared by
+/// every test file) builds without the feature too.
+fn server_binary() -> &'static str {
+    match option_env!("CARGO_BIN_EXE_idemkit-conformance-server") {
+        Some(path) => path,
+        None => panic!(
+            "the conformance server binary is built only with the `conformance-server` \
+             feature: cargo test -p idemkit-tower --all-features"
+        ),
+    }
+}
+
+/// The server command with `args` after `--listen 127.0.0.1:0`.
+fn server_command(args: &[&str]) -> Command {
+    let mut command = Command::new(server_binary());
+    command
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null());
+    command
 }
 
 /// A running conformance server.
@@ -47,18 +49,7 @@ impl ServerProcess {
     /// Starts a server with `args` (and `--listen 127.0.0.1:0`), and waits until it says
     /// where it listens.
     pub fn start(args: &[&str]) -> ServerProcess {
-        let mut all: Vec<&str> = vec!["--listen", "127.0.0.1:0"];
-        all.extend_from_slice(args);
-        let mut child = Command::new(std::env::current_exe().expect("the test binary's path"))
-            .args([
-                CHILD_TEST_NAME,
-                "--exact",
-                "--nocapture",
-                "--quiet",
-                "--test-threads=1",
-            ])
-            .env(ARGS_VARIABLE, all.join("\n"))
-            .stdin(Stdio::null())
+        let mut child = server_command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -70,7 +61,6 @@ impl ServerProcess {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                // The test harness may have written on the same line first.
                 if let Some(at) = line.find("listening on ") {
                     let address = &line[at + "listening on ".len()..];
                     let _ = listening.send(address.trim().to_owned());
@@ -141,19 +131,8 @@ impl ServerProcess {
 #[allow(dead_code)] // only the tests of start-up errors use it
 pub fn run_failing(args: &[&str], limit: Duration) -> (Option<ExitStatus>, String, Duration) {
     use std::io::Read;
-    let mut all: Vec<&str> = vec!["--listen", "127.0.0.1:0"];
-    all.extend_from_slice(args);
     let started = std::time::Instant::now();
-    let mut child = Command::new(std::env::current_exe().expect("the test binary's path"))
-        .args([
-            CHILD_TEST_NAME,
-            "--exact",
-            "--nocapture",
-            "--quiet",
-            "--test-threads=1",
-        ])
-        .env(ARGS_VARIABLE, all.join("\n"))
-        .stdin(Stdio::null())
+    let mut child = server_command(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

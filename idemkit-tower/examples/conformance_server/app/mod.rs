@@ -19,7 +19,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-use idemkit_core::DynBackend;
+use idemkit_core::{DynBackend, Policy};
 use idemkit_tower::{
     IDEMPOTENCY_KEY, IdempotencyEvent, IdempotencyLayer, RequestBody, ResponseBody,
 };
@@ -124,18 +124,20 @@ pub async fn serve(options: Options) -> Result<(), String> {
 /// The idempotency layer the options describe. Its scope is the `X-Identity` header; a
 /// request without one is an anonymous caller, in a namespace of its own.
 fn layer(options: &Options, store: &store::Store) -> Result<IdempotencyLayer<DynBackend>, String> {
+    let mut policy = Policy::builder();
+    if let Some(wait) = options.wait_timeout {
+        policy = policy.wait_timeout(wait);
+    }
+    if let Some(lease) = options.lease_ttl {
+        policy = policy.lease_ttl(lease);
+    }
+    let policy = policy.build().map_err(|error| error.to_string())?;
     let mut builder = IdempotencyLayer::builder(store.backend())
-        .backend_name(store.name())
         .require_key(options.require_key)
         .compat(options.compat)
         .scope(|parts| Some(scope_of(parts.headers.get(handler::IDENTITY))))
+        .policy(policy)
         .on_event(print_event);
-    if let Some(wait) = options.wait_timeout {
-        builder = builder.wait_timeout(wait);
-    }
-    if let Some(lease) = options.lease_ttl {
-        builder = builder.lease_ttl(lease);
-    }
     if let Some(bytes) = options.max_body_bytes {
         builder = builder.max_response_body_bytes(bytes);
     }

@@ -128,16 +128,6 @@ impl Store {
         self.backend.clone()
     }
 
-    /// The backend's name in events.
-    pub fn name(&self) -> &'static str {
-        match self.kind {
-            Kind::Memory => "memory",
-            Kind::Redis(_) => "redis",
-            Kind::Sqlite(_) => "sqlite",
-            Kind::Postgres(_) => "postgres",
-        }
-    }
-
     /// The key under which the backend stores the record of `key`.
     pub fn storage_key(&self, key: &Key) -> String {
         match &self.kind {
