@@ -94,7 +94,10 @@ fn measure(variant: &str, records: usize) -> (f64, f64) {
             (0..records).map(|_| Arc::new(response(variant))).collect();
         Box::new(responses)
     } else {
-        let mut store = Store::new().with_max_size(records);
+        let mut store = Store::builder()
+            .max_size(records)
+            .build()
+            .expect("a store of its own");
         for _ in 0..records {
             let key = keys.next_key();
             let Claim::New(token) = store.claim(key, FINGERPRINT, 1, LEASE, now).unwrap() else {

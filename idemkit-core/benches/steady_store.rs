@@ -47,7 +47,10 @@ fn steady(c: &mut Criterion) {
         let ttl = support::steady_ttl(held);
         {
             let mut now = Instant::now();
-            let mut store = Store::new().with_max_size(held + 16);
+            let mut store = Store::builder()
+                .max_size(held + 16)
+                .build()
+                .expect("a store of its own");
             let mut keys = Keys::new("u-", 0);
             cpu_timed(&mut keys, held as u64, &mut now, |key, now| {
                 support::store_claim_complete_for(&mut store, key, ttl, now);

@@ -25,7 +25,10 @@ fn claim_complete(c: &mut Criterion) {
     };
     for held in [1_000, big] {
         let mut now = Instant::now();
-        let mut store = Store::new().with_max_size(held + 16);
+        let mut store = Store::builder()
+            .max_size(held + 16)
+            .build()
+            .expect("a store of its own");
         support::fill_store(&mut store, held, now);
         let mut keys = Keys::new("u-", 0);
         group.bench_function(BenchmarkId::new("held", held), |b| {

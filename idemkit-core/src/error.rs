@@ -5,8 +5,10 @@ use crate::token::RandomSourceError;
 /// The source of an [`Error::Storage`]: whatever error the backend's store reported.
 pub type StorageSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Why a store or backend refused or failed an operation, or an executor refused its
-/// policy.
+/// Why a store or backend refused or failed an operation.
+///
+/// Every variant is the failure of one operation on a store that was set up right; a
+/// setting that cannot work is refused while setting up, with a [`ConfigError`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -18,8 +20,9 @@ pub enum Error {
         /// The capacity the store was built with.
         max_size: usize,
     },
-    /// The OS random source failed, so no claim token could be drawn.
-    #[error("the OS random source failed: {0}")]
+    /// The store's [`RandomSource`](crate::RandomSource) failed, so no claim token could
+    /// be drawn.
+    #[error("no claim token could be drawn: {0}")]
     Random(#[from] RandomSourceError),
     /// The key is longer than the store accepts (4 GiB).
     #[error("the key is {len} bytes long; keys are limited to 4 GiB")]
@@ -27,9 +30,6 @@ pub enum Error {
         /// The key's length in bytes.
         len: usize,
     },
-    /// An executor's [`Policy`](crate::Policy) cannot work; the text says why.
-    #[error("invalid policy: {0}")]
-    InvalidPolicy(String),
     /// The backend's store failed: a lost connection, a time-out, a reply it could not
     /// understand. Whether the operation took effect is unknown; the executors let
     /// [`OnStorageError`](crate::OnStorageError) decide what to do.

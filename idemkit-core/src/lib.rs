@@ -25,7 +25,13 @@
 //! - **The backends**: the traits [`Backend`] (async) and [`BlockingBackend`] are what an
 //!   executor needs from a store; [`DynBackend`] is one chosen at run time. The
 //!   [`InMemoryBackend`] implements both: a sharded store with per-key wake-ups for
-//!   waiters, one type for threads and tasks, whatever its clock.
+//!   waiters, one type for threads and tasks, whatever its clock. It is built from the
+//!   store's public parts only ([`KeyHasher`] to route a key once, [`SharedCapacity`] for
+//!   one exact limit, [`Store::watch_hashed`] for waiters), so a backend of your own can
+//!   be built the same way.
+//! - **Inputs**: a store reads no clock and no OS randomness of its own. It is given `now`,
+//!   and it draws claim tokens from its [`RandomSource`]: [`OsRandom`] by default, a
+//!   [`SeededRandom`] to replay a test run token for token.
 //! - **The runtime seam**: a [`Clock`] to judge leases by and a [`Timer`] to sleep on.
 //!   [`ThreadTimer`] works everywhere; `idemkit-tokio` and `idemkit-smol` supply their
 //!   runtimes' own; [`ManualClock`] moves time in tests.
@@ -59,6 +65,7 @@ mod exec;
 mod http;
 mod key;
 mod memory;
+mod random;
 mod record;
 mod response;
 mod rt;
@@ -71,16 +78,17 @@ pub use claim::Claim;
 pub use error::{ConfigError, Error, StorageSource};
 pub use exec::{
     AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,
-    Policy, RunError, Unstored,
+    Policy, PolicyBuilder, RunError, Unstored,
 };
 #[cfg(feature = "http")]
 pub use http::InvalidHttpResponse;
 pub use key::{Fingerprint, Key};
 pub use memory::{Builder, InMemoryBackend};
+pub use random::{OsRandom, RandomSource, SeededRandom};
 pub use record::{Record, State};
 pub use response::Response;
 pub use rt::{Clock, ManualClock, Runtime, Sleep, SystemClock, Task, ThreadTimer, Timer};
-pub use store::Store;
+pub use store::{HashedKey, KeyHasher, SharedCapacity, Store, StoreBuilder, Watch};
 pub use token::{ClaimToken, ParseTokenError, RandomSourceError};
 
 /// This crate's README, whose example is compiled as a doc test so it cannot rot.

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 /// 128 random bits naming one claim of one key.
 ///
-/// Every successful claim gets a fresh token from the operating system's random source;
+/// Every successful claim gets a fresh token from its store's [`RandomSource`](crate::RandomSource) (the OS by default);
 /// `complete`, `release` and `renew` succeed only with the token of the current claim, so a
 /// worker whose lease was taken over cannot overwrite its successor's result (fencing).
 ///
@@ -80,10 +80,42 @@ fn hex_value(digit: u8) -> Result<u8, ParseTokenError> {
     }
 }
 
-/// The OS random source failed, so no claim token could be drawn.
+/// The random source failed, so no claim token could be drawn.
+///
+/// [`OsRandom`](crate::OsRandom) reports the operating system's error; a
+/// [`RandomSource`](crate::RandomSource) of your own says why with
+/// [`RandomSourceError::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct RandomSourceError(pub(crate) getrandom::Error);
+pub struct RandomSourceError(Cause);
+
+/// What failed inside a source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+enum Cause {
+    #[error("the OS random source failed: {0}")]
+    Os(getrandom::Error),
+    #[error("{0}")]
+    Source(&'static str),
+}
+
+impl RandomSourceError {
+    /// A failure of a source of your own, saying why in `reason`.
+    ///
+    /// ```
+    /// use idemkit_core::RandomSourceError;
+    ///
+    /// let error = RandomSourceError::new("the hardware generator is unplugged");
+    /// assert_eq!(error.to_string(), "the hardware generator is unplugged");
+    /// ```
+    pub fn new(reason: &'static str) -> RandomSourceError {
+        RandomSourceError(Cause::Source(reason))
+    }
+
+    /// The operating system's source failed with `error`.
+    pub(crate) fn os(error: getrandom::Error) -> RandomSourceError {
+        RandomSourceError(Cause::Os(error))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Claim, ClaimToken, Error, Record, Response, State, Store};
+use idemkit_core::{Claim, ClaimToken, Error, Record, Response, SeededRandom, State, Store};
 use proptest::prelude::*;
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
@@ -350,12 +350,19 @@ impl Coverage {
 }
 
 /// Runs `ops` on a store and the model side by side, panicking at the first difference.
-fn run(max_size: usize, ops: &[Op]) -> Coverage {
+///
+/// The store draws its tokens from a `SeededRandom` of `seed`, part of the generated
+/// input: proptest reports it with the failing sequence, and the same seed and sequence
+/// replay the run token for token.
+fn run(max_size: usize, seed: u64, ops: &[Op]) -> Coverage {
     let mut seen = Coverage::default();
     let start = Instant::now();
-    let mut store = Store::new()
-        .with_max_size(max_size)
-        .with_reclaim_grace(GRACE);
+    let mut store = Store::builder()
+        .max_size(max_size)
+        .reclaim_grace(GRACE)
+        .random(SeededRandom::new(seed))
+        .build()
+        .expect("a store of its own");
     let mut model = Model::new(max_size, start);
     let mut replays = Replays::default();
 
@@ -531,14 +538,20 @@ proptest! {
 
     /// A roomy store: capacity never binds, every other rule does.
     #[test]
-    fn the_store_follows_the_model(ops in prop::collection::vec(op(), 1..60)) {
-        run(100, &ops);
+    fn the_store_follows_the_model(
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        run(100, seed, &ops);
     }
 
     /// Two slots for three keys: `Full`, and the expiry and grace that cure it.
     #[test]
-    fn a_small_store_follows_the_model(ops in prop::collection::vec(op(), 1..60)) {
-        run(2, &ops);
+    fn a_small_store_follows_the_model(
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        run(2, seed, &ops);
     }
 }
 
@@ -552,13 +565,13 @@ fn the_sequences_reach_every_outcome() {
     let mut runner = TestRunner::deterministic();
     let sequences = prop::collection::vec(op(), 1..60);
     let mut seen = Coverage::default();
-    for case in 0..200 {
+    for case in 0..200_u64 {
         let ops = sequences
             .new_tree(&mut runner)
             .expect("a sequence")
             .current();
         let max_size = if case % 2 == 0 { 2 } else { 100 };
-        seen.add(&run(max_size, &ops));
+        seen.add(&run(max_size, case, &ops));
     }
     let counts = [
         ("New", seen.new),

@@ -70,7 +70,6 @@ fn recorded<B: BlockingBackend>(
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     let executor = Idempotency::with_policy(backend, policy)
-        .unwrap()
         .on_event(move |event| sink.lock().unwrap().push(event.clone()));
     (executor, events)
 }
@@ -99,7 +98,10 @@ fn a_stored_or_replayed_response_is_not_unstored() {
     assert_eq!((again.decision, again.unstored), (Decision::Replayed, None));
     assert_eq!(last(&events).unstored, None);
     // Left out by the predicate: by choice, not a failure.
-    let policy = Policy::default().with_cacheable(|_| false);
+    let policy = Policy::builder()
+        .cacheable(|_| false)
+        .build()
+        .expect("a valid policy");
     let (executor, events) = recorded(InMemoryBackend::new(), policy);
     let outcome = executor.run(&key, &fp, |_| made()).unwrap();
     assert_eq!(
@@ -113,9 +115,11 @@ fn a_stored_or_replayed_response_is_not_unstored() {
 fn a_response_fenced_out_by_a_takeover_says_so() {
     let clock = ManualClock::new();
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
-    let policy = Policy::default()
-        .with_lease_ttl(LEASE)
-        .with_heartbeat(Heartbeat::Off);
+    let policy = Policy::builder()
+        .lease_ttl(LEASE)
+        .heartbeat(Heartbeat::Off)
+        .build()
+        .expect("a valid policy");
     let (executor, events) = recorded(backend.clone(), policy);
     let (key, fp) = (Key::new(["k"]), Fingerprint::new(["r"]));
     let outcome = executor
@@ -161,7 +165,10 @@ fn a_completion_the_backend_fails_says_so_whatever_the_policy() {
 
     let open = Flaky::default();
     open.fail_complete.store(true, Ordering::SeqCst);
-    let policy = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
+    let policy = Policy::builder()
+        .on_storage_error(OnStorageError::FailOpen)
+        .build()
+        .expect("a valid policy");
     let (executor, events) = recorded(open, policy);
     let outcome = executor.run(&key, &fp, |_| made()).unwrap();
     assert_eq!(
@@ -192,7 +199,10 @@ fn a_failed_claim_is_unstored_only_if_the_operation_ran() {
 
     let open = Flaky::default();
     open.fail_claim.store(true, Ordering::SeqCst);
-    let policy = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
+    let policy = Policy::builder()
+        .on_storage_error(OnStorageError::FailOpen)
+        .build()
+        .expect("a valid policy");
     let (executor, events) = recorded(open, policy);
     let outcome = executor.run(&key, &fp, |_| made()).unwrap();
     assert_eq!(

@@ -110,10 +110,12 @@ async fn replica(url: &str, namespace: &str, role: &[String]) {
         .build()
         .await
         .expect("the replica connects to Redis");
-    let policy = Policy::default()
-        .with_lease_ttl(LEASE)
-        .with_wait_timeout(Duration::from_secs(10));
-    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend, policy).expect("policy"));
+    let policy = Policy::builder()
+        .lease_ttl(LEASE)
+        .wait_timeout(Duration::from_secs(10))
+        .build()
+        .expect("a valid policy");
+    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend, policy));
     let gateway = Arc::new(Gateway::connect(url, namespace).await);
     match role {
         // `retry <first> <count>`: retries number first.. of order-1001, 5 ms apart.

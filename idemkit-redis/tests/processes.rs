@@ -145,8 +145,11 @@ fn racer() {
             .build()
             .await
             .unwrap();
-        let policy = Policy::default().with_wait_timeout(Duration::from_secs(30));
-        let idempotency = Arc::new(AsyncIdempotency::with_policy(backend, policy).unwrap());
+        let policy = Policy::builder()
+            .wait_timeout(Duration::from_secs(30))
+            .build()
+            .expect("a valid policy");
+        let idempotency = Arc::new(AsyncIdempotency::with_policy(backend, policy));
         let counter = redis::Client::open(url.as_str())
             .unwrap()
             .get_multiplexed_async_connection()

@@ -301,10 +301,12 @@ async fn every_key_the_backend_writes_expires() {
         .build()
         .await
         .unwrap();
-    let policy = Policy::default()
-        .with_lease_ttl(Duration::from_millis(600))
-        .with_wait_timeout(Duration::from_secs(5));
-    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend.clone(), policy).unwrap());
+    let policy = Policy::builder()
+        .lease_ttl(Duration::from_millis(600))
+        .wait_timeout(Duration::from_secs(5))
+        .build()
+        .expect("a valid policy");
+    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend.clone(), policy));
     let fingerprint = Fingerprint::new(["request"]);
     for i in 0..20 {
         let key = Key::new(["ttl", &i.to_string()]);

@@ -91,11 +91,12 @@ async fn main() {
     let clock = ManualClock::new();
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
     // Duplicates wait up to 2 s for a charge in flight, then are told to retry later.
-    let policy = Policy::default()
-        .with_lease_ttl(Duration::from_secs(30))
-        .with_wait_timeout(Duration::from_secs(2));
-    let idempotency =
-        Arc::new(Idempotency::with_policy(backend.clone(), policy).expect("valid policy"));
+    let policy = Policy::builder()
+        .lease_ttl(Duration::from_secs(30))
+        .wait_timeout(Duration::from_secs(2))
+        .build()
+        .expect("a valid policy");
+    let idempotency = Arc::new(Idempotency::with_policy(backend.clone(), policy));
     let gateway = Arc::new(Gateway::default());
     let mut checks = Checks::default();
 

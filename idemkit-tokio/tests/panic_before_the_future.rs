@@ -15,7 +15,6 @@ async fn events_of_a_panicking_closure(backend: InMemoryBackend, policy: Policy)
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
     let executor = Idempotency::with_policy(backend, policy)
-        .unwrap()
         .on_event(move |event| seen.lock().unwrap().push(event.decision));
     let (key, request) = (Key::new(["k"]), Fingerprint::new(["f"]));
     let calls = Arc::new(AtomicUsize::new(0));
@@ -55,7 +54,10 @@ async fn under_a_claim_it_releases_the_key_and_reports_one_event() {
 #[tokio::test]
 async fn without_a_claim_it_reports_one_event() {
     let full = InMemoryBackend::builder().max_size(0).build();
-    let policy = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
+    let policy = Policy::builder()
+        .on_storage_error(OnStorageError::FailOpen)
+        .build()
+        .expect("a valid policy");
     let events = events_of_a_panicking_closure(full, policy).await;
     assert_eq!(events, [Decision::HandlerFailed]);
 }

@@ -52,7 +52,12 @@ fn layered(expires_after: Duration) -> Router {
     let backend = InMemoryBackend::builder().max_size(2_000_000).build();
     let layer = IdempotencyLayer::builder(backend)
         .single_tenant()
-        .policy(Policy::default().with_expires_after(expires_after))
+        .policy(
+            Policy::builder()
+                .expires_after(expires_after)
+                .build()
+                .expect("a valid policy"),
+        )
         .build()
         .expect("valid settings");
     app().layer(layer)

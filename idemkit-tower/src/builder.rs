@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::header::HeaderName;
 use http::request::Parts;
 use http::{Method, StatusCode};
-use idemkit_core::{AsyncIdempotency, Backend, ConfigError, Error, Policy};
+use idemkit_core::{AsyncIdempotency, Backend, ConfigError, Policy};
 
 use crate::compat::Compat;
 use crate::config::Config;
@@ -37,10 +37,11 @@ pub const DEFAULT_MAX_RESPONSE_BODY_BYTES: usize = 1024 * 1024;
 /// use idemkit_core::{InMemoryBackend, Policy, Response};
 /// use idemkit_tower::{Compat, IdempotencyLayer};
 ///
-/// let policy = Policy::default()
-///     .with_wait_timeout(Duration::from_secs(5))
+/// let policy = Policy::builder()
+///     .wait_timeout(Duration::from_secs(5))
 ///     // A 409 is an answer worth replaying too.
-///     .with_cacheable(|response: &Response| matches!(response.status, 200..=299 | 409));
+///     .cacheable(|response: &Response| matches!(response.status, 200..=299 | 409))
+///     .build()?;
 /// let layer = IdempotencyLayer::builder(InMemoryBackend::new())
 ///     .methods([Method::POST, Method::PUT, Method::PATCH])
 ///     .require_key(true)
@@ -232,8 +233,8 @@ impl<B: Backend> IdempotencyLayerBuilder<B> {
     }
 
     /// The layer. Fails with a [`ConfigError`] naming the setting when one cannot work:
-    /// a policy whose heartbeat does not renew before the lease lapses (setting
-    /// `policy`), or no method to protect (setting `methods`).
+    /// no method to protect (setting `methods`). A policy that cannot work never gets
+    /// here: [`PolicyBuilder::build`](idemkit_core::PolicyBuilder::build) refuses it.
     pub fn build(self) -> Result<IdempotencyLayer<B>, ConfigError> {
         if self.methods.is_empty() {
             return Err(ConfigError::new(
@@ -246,15 +247,20 @@ impl<B: Backend> IdempotencyLayerBuilder<B> {
         let chosen = self.policy.clone();
         let policy = self
             .policy
-            .with_fingerprint_version(FINGERPRINT_VERSION)
-            .with_cacheable(move |response| {
+            .to_builder()
+            .fingerprint_version(FINGERPRINT_VERSION)
+            .cacheable(move |response| {
                 let Ok(status) = StatusCode::from_u16(response.status) else {
                     return false;
                 };
                 !status.is_server_error() && chosen.is_cacheable(response)
-            });
+            })
+            .build()
+            // Validity depends on the lease and heartbeat only, which stay the valid
+            // policy's: another fingerprint version and predicate cannot break it.
+            .expect("a valid policy with another version and predicate is valid");
         let backend_name = self.backend.name();
-        let executor = AsyncIdempotency::with_policy(self.backend, policy).map_err(policy_error)?;
+        let executor = AsyncIdempotency::with_policy(self.backend, policy);
         if matches!(self.scope, Scope::Unset) {
             scope::warn_shared_namespace_once();
         }
@@ -292,14 +298,5 @@ impl<B: Backend> fmt::Debug for IdempotencyLayerBuilder<B> {
             .field("policy", &self.policy)
             .field("backend", &self.backend.name())
             .finish_non_exhaustive()
-    }
-}
-
-/// The setup error for a policy the executor refuses.
-fn policy_error(error: Error) -> ConfigError {
-    match error {
-        Error::InvalidPolicy(reason) => ConfigError::new("policy", reason),
-        // The executor refuses a policy only as invalid; anything else is said as is.
-        other => ConfigError::new("policy", other.to_string()),
     }
 }

@@ -59,17 +59,16 @@ fn recording<B: Backend>(
 }
 
 #[test]
-fn a_policy_whose_heartbeat_outlasts_the_lease_is_a_config_error() {
-    let policy = Policy::default()
-        .with_lease_ttl(Duration::from_secs(1))
-        .with_heartbeat(Heartbeat::Every(Duration::from_secs(2)));
-    let error = IdempotencyLayer::builder(InMemoryBackend::new())
-        .single_tenant()
-        .policy(policy)
+fn a_policy_whose_heartbeat_outlasts_the_lease_is_refused_before_it_reaches_the_layer() {
+    // A layer is only ever given a valid policy: the policy's own build refuses this one,
+    // naming the setting.
+    let error = Policy::builder()
+        .lease_ttl(Duration::from_secs(1))
+        .heartbeat(Heartbeat::Every(Duration::from_secs(2)))
         .build()
         .expect_err("a heartbeat slower than the lease cannot keep it");
-    assert_eq!(error.setting(), "policy");
-    assert!(error.reason().contains("heartbeat"), "{error}");
+    assert_eq!(error.setting(), "heartbeat");
+    assert!(error.reason().contains("lease"), "{error}");
 }
 
 #[test]
@@ -88,7 +87,12 @@ async fn the_policy_sets_how_long_a_response_is_replayed() {
     let backend = InMemoryBackend::builder().clock(clock.clone()).build();
     let (builder, _) = recording(IdempotencyLayer::builder(backend));
     let layer = builder
-        .policy(Policy::default().with_expires_after(Duration::from_secs(10)))
+        .policy(
+            Policy::builder()
+                .expires_after(Duration::from_secs(10))
+                .build()
+                .expect("a valid policy"),
+        )
         .build()
         .unwrap();
     let calls = Arc::new(AtomicU64::new(0));
@@ -114,7 +118,12 @@ async fn the_policy_sets_how_long_a_response_is_replayed() {
 async fn the_fingerprint_version_is_the_layers_whatever_the_policy_says() {
     let (builder, events) = recording(IdempotencyLayer::builder(InMemoryBackend::new()));
     let layer = builder
-        .policy(Policy::default().with_fingerprint_version(7))
+        .policy(
+            Policy::builder()
+                .fingerprint_version(7)
+                .build()
+                .expect("a valid policy"),
+        )
         .build()
         .unwrap();
     assert_eq!(layer.executor().policy().fingerprint_version(), 2);

@@ -462,8 +462,15 @@ async fn replays_carry_the_stored_headers_only() {
 
 #[tokio::test]
 async fn server_errors_are_never_stored_whatever_the_predicate_says() {
-    let (served, app, events) =
-        serve(builder().policy(Policy::default().with_cacheable(|_: &Stored| true))).await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .cacheable(|_: &Stored| true)
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     for _ in 0..2 {
         let reply = send(served.address, post("e").header("x-status", "503"))
             .await
@@ -498,9 +505,12 @@ async fn server_errors_are_never_stored_whatever_the_predicate_says() {
 
 #[tokio::test]
 async fn the_stripe_dialect_answers_400_or_409_and_marks_replays_its_way() {
-    let stripe = builder()
-        .compat(Compat::Stripe)
-        .policy(Policy::default().with_wait_timeout(Duration::from_millis(200)));
+    let stripe = builder().compat(Compat::Stripe).policy(
+        Policy::builder()
+            .wait_timeout(Duration::from_millis(200))
+            .build()
+            .expect("a valid policy"),
+    );
     let (served, app, _) = serve(stripe).await;
     send(served.address, post("s")).await.unwrap();
     let replay = send(served.address, post("s")).await.unwrap();
@@ -598,8 +608,12 @@ async fn a_failing_store_is_503_with_retry_after_when_failing_closed() {
 #[tokio::test]
 async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
     let (served, app, events) = serve(
-        one_record_store()
-            .policy(Policy::default().with_on_storage_error(OnStorageError::FailOpen)),
+        one_record_store().policy(
+            Policy::builder()
+                .on_storage_error(OnStorageError::FailOpen)
+                .build()
+                .expect("a valid policy"),
+        ),
     )
     .await;
     send(served.address, post("first")).await.unwrap();
@@ -621,9 +635,15 @@ async fn a_failing_store_runs_the_handler_unprotected_when_failing_open() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_mid_run_does_not_leave_its_key_held() {
-    let (served, app, events) =
-        serve(builder().policy(Policy::default().with_wait_timeout(Duration::from_millis(200))))
-            .await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .wait_timeout(Duration::from_millis(200))
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     let waiting = app.waiting.clone();
     send_then_abandon(served.address, post("gone").header("x-gate", "1"), || {
         let started = waiting.load(Ordering::SeqCst) == 1;
@@ -690,9 +710,11 @@ async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
     // No heartbeat: a holder that stalls past its lease is taken over, as a crashed one
     // would be, and its late result is fenced out.
     let stalling = builder().policy(
-        Policy::default()
-            .with_heartbeat(Heartbeat::Off)
-            .with_lease_ttl(Duration::from_millis(300)),
+        Policy::builder()
+            .heartbeat(Heartbeat::Off)
+            .lease_ttl(Duration::from_millis(300))
+            .build()
+            .expect("a valid policy"),
     );
     let (served, app, events) = serve(stalling).await;
     let address = served.address;
@@ -726,9 +748,15 @@ async fn a_stalled_holder_loses_its_key_when_its_lease_lapses() {
 
 #[tokio::test]
 async fn a_duplicate_waits_then_replays_and_times_out_with_the_lease_remaining() {
-    let (served, app, events) =
-        serve(builder().policy(Policy::default().with_wait_timeout(Duration::from_millis(300))))
-            .await;
+    let (served, app, events) = serve(
+        builder().policy(
+            Policy::builder()
+                .wait_timeout(Duration::from_millis(300))
+                .build()
+                .expect("a valid policy"),
+        ),
+    )
+    .await;
     let address = served.address;
     let first = tokio::spawn(async move { send(address, post("w").header("x-gate", "1")).await });
     wait_until(|| app.waiting.load(Ordering::SeqCst) == 1).await;

@@ -88,10 +88,12 @@ async fn serve(lease: Duration) -> Option<(Tables, std::net::SocketAddr)> {
     let layer = IdempotencyLayer::builder(backend.clone())
         .single_tenant()
         .policy(
-            Policy::default()
-                .with_lease_ttl(lease)
-                .with_heartbeat(Heartbeat::Off)
-                .with_wait_timeout(Duration::from_secs(20)),
+            Policy::builder()
+                .lease_ttl(lease)
+                .heartbeat(Heartbeat::Off)
+                .wait_timeout(Duration::from_secs(20))
+                .build()
+                .expect("a valid policy"),
         )
         .run_hook(PostgresTransactions::new(&backend))
         .build()

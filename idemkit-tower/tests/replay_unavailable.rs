@@ -89,7 +89,12 @@ async fn a_response_the_store_failed_to_keep_is_marked_storage_error() {
         let sink = Arc::clone(&kinds);
         let layer = IdempotencyLayer::builder(backend.clone())
             .single_tenant()
-            .policy(Policy::default().with_on_storage_error(policy))
+            .policy(
+                Policy::builder()
+                    .on_storage_error(policy)
+                    .build()
+                    .expect("a valid policy"),
+            )
             .on_event(move |event| sink.lock().unwrap().push(event.kind))
             .build()
             .unwrap();
@@ -159,9 +164,11 @@ async fn a_response_fenced_out_by_a_takeover_is_marked_fenced_out() {
     let layer = IdempotencyLayer::builder(backend.clone())
         .single_tenant()
         .policy(
-            Policy::default()
-                .with_heartbeat(Heartbeat::Off)
-                .with_lease_ttl(LEASE),
+            Policy::builder()
+                .heartbeat(Heartbeat::Off)
+                .lease_ttl(LEASE)
+                .build()
+                .expect("a valid policy"),
         )
         .build()
         .unwrap();

@@ -46,12 +46,15 @@ fn failing(timer: impl Timer) -> (FailingBackend<InMemoryBackend>, ManualClock) 
 /// An async executor with `policy` over [`failing`], and the clock.
 fn executor<T: Timer + Default>(policy: Policy) -> (Executor, ManualClock) {
     let (backend, clock) = failing(T::default());
-    let executor = AsyncIdempotency::with_policy(backend, policy).expect("a valid policy");
+    let executor = AsyncIdempotency::with_policy(backend, policy);
     (executor, clock)
 }
 
 fn policy(on_storage_error: OnStorageError) -> Policy {
-    Policy::default().with_on_storage_error(on_storage_error)
+    Policy::builder()
+        .on_storage_error(on_storage_error)
+        .build()
+        .expect("a valid policy")
 }
 
 fn key() -> Key {
@@ -238,9 +241,11 @@ async fn a_failed_wait_runs_unprotected_when_open<T: Timer + Default>() {
 /// running through several failed renewals, and its result is stored as `New`.
 async fn failed_renewals_keep_a_surely_held_lease<T: Timer + Default>() {
     let (executor, _clock) = executor::<T>(
-        Policy::default()
-            .with_lease_ttl(Duration::from_secs(30))
-            .with_heartbeat(Heartbeat::Every(QUICK_BEAT)),
+        Policy::builder()
+            .lease_ttl(Duration::from_secs(30))
+            .heartbeat(Heartbeat::Every(QUICK_BEAT))
+            .build()
+            .expect("a valid policy"),
     );
     let backend = executor.backend();
     backend.fail(Operation::Renew);
@@ -269,9 +274,11 @@ async fn failed_renewals_keep_a_surely_held_lease<T: Timer + Default>() {
 async fn a_failed_renewal_after_the_lease_surely_lapsed_loses_it<T: Timer + Default>() {
     let lease = Duration::from_secs(10);
     let (executor, clock) = executor::<T>(
-        Policy::default()
-            .with_lease_ttl(lease)
-            .with_heartbeat(Heartbeat::Every(QUICK_BEAT)),
+        Policy::builder()
+            .lease_ttl(lease)
+            .heartbeat(Heartbeat::Every(QUICK_BEAT))
+            .build()
+            .expect("a valid policy"),
     );
     let backend = executor.backend();
     backend.fail(Operation::Renew);
@@ -351,7 +358,7 @@ mod smol_timer {
 /// The blocking executor over a failing wrapper, with `policy`.
 fn blocking(policy: Policy) -> Idempotency<FailingBackend<InMemoryBackend>> {
     let (backend, _clock) = failing(idemkit_core::ThreadTimer);
-    Idempotency::with_policy(backend, policy).expect("a valid policy")
+    Idempotency::with_policy(backend, policy)
 }
 
 /// A blocking operation that counts its runs in `ran` and charges.

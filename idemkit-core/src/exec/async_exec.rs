@@ -10,7 +10,6 @@ use std::task::{Context, Waker};
 use futures_lite::FutureExt;
 
 use crate::backend::Backend;
-use crate::error::Error;
 use crate::exec::decide::Beat;
 use crate::exec::observer::Observer;
 use crate::exec::outcome::{Event, Outcome, RunError};
@@ -99,15 +98,10 @@ impl<B: Backend> AsyncIdempotency<B> {
         AsyncIdempotency::build(backend, Policy::default(), Observer::default())
     }
 
-    /// An executor over `backend` with `policy`, refused with [`Error::InvalidPolicy`] if
-    /// the policy cannot work (see [`Policy::validate`]).
-    pub fn with_policy(backend: B, policy: Policy) -> Result<AsyncIdempotency<B>, Error> {
-        policy.validate()?;
-        Ok(AsyncIdempotency::build(
-            backend,
-            policy,
-            Observer::default(),
-        ))
+    /// An executor over `backend` with `policy` (valid, as every built
+    /// [`Policy`] is: see [`PolicyBuilder::build`](crate::PolicyBuilder::build)).
+    pub fn with_policy(backend: B, policy: Policy) -> AsyncIdempotency<B> {
+        AsyncIdempotency::build(backend, policy, Observer::default())
     }
 
     fn build(backend: B, policy: Policy, observer: Observer) -> AsyncIdempotency<B> {

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::backend::BlockingBackend;
-use crate::error::Error;
 use crate::exec::heartbeat::Heartbeats;
 use crate::exec::observer::Observer;
 use crate::exec::outcome::{Event, Outcome, RunError};
@@ -96,11 +95,10 @@ impl<B: BlockingBackend> Idempotency<B> {
         Idempotency::build(backend, Policy::default(), Observer::default())
     }
 
-    /// An executor over `backend` with `policy`, refused with [`Error::InvalidPolicy`] if
-    /// the policy cannot work (see [`Policy::validate`]).
-    pub fn with_policy(backend: B, policy: Policy) -> Result<Idempotency<B>, Error> {
-        policy.validate()?;
-        Ok(Idempotency::build(backend, policy, Observer::default()))
+    /// An executor over `backend` with `policy` (valid, as every built
+    /// [`Policy`] is: see [`PolicyBuilder::build`](crate::PolicyBuilder::build)).
+    pub fn with_policy(backend: B, policy: Policy) -> Idempotency<B> {
+        Idempotency::build(backend, policy, Observer::default())
     }
 
     fn build(backend: B, policy: Policy, observer: Observer) -> Idempotency<B> {

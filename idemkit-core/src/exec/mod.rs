@@ -30,9 +30,11 @@ mod heartbeat;
 mod observer;
 mod outcome;
 mod policy;
+mod policy_builder;
 mod run_loop;
 
 pub use async_exec::AsyncIdempotency;
 pub use blocking::{Idempotency, Lease};
 pub use outcome::{Decision, Event, Outcome, RunError, Unstored};
 pub use policy::{Heartbeat, OnStorageError, Policy};
+pub use policy_builder::PolicyBuilder;

@@ -4,42 +4,43 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::exec::policy_builder::PolicyBuilder;
 use crate::response::Response;
 
 /// Which results are stored and replayed.
-type Cacheable = dyn Fn(&Response) -> bool + Send + Sync;
+pub(crate) type Cacheable = dyn Fn(&Response) -> bool + Send + Sync;
 
 /// How an executor runs operations: leases, waiting, replay lifetime, heartbeats,
 /// fingerprint version, storage failures and what is worth caching.
 ///
-/// Start from [`Policy::default`] and change what differs; every setter returns the
-/// changed policy.
+/// Use [`Policy::default`], or set what differs with [`Policy::builder`], whose `build`
+/// refuses settings that cannot work: a `Policy` is always valid.
 ///
 /// ```
 /// use std::time::Duration;
 /// use idemkit_core::{Heartbeat, Policy, Response};
 ///
-/// let policy = Policy::default()
-///     .with_lease_ttl(Duration::from_secs(5))
-///     .with_heartbeat(Heartbeat::Every(Duration::from_secs(1)))
+/// let policy = Policy::builder()
+///     .lease_ttl(Duration::from_secs(5))
+///     .heartbeat(Heartbeat::Every(Duration::from_secs(1)))
 ///     // Deterministic validation errors are worth replaying too.
-///     .with_cacheable(|response: &Response| matches!(response.status, 200..=299 | 422));
-/// assert!(policy.validate().is_ok());
+///     .cacheable(|response: &Response| matches!(response.status, 200..=299 | 422))
+///     .build()?;
 /// assert_eq!(policy.heartbeat_interval(), Some(Duration::from_secs(1)));
 /// assert!(policy.is_cacheable(&Response::new(422, "")));
 /// assert!(!policy.is_cacheable(&Response::new(503, "")));
+/// # Ok::<(), idemkit_core::ConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct Policy {
-    lease_ttl: Duration,
-    wait_timeout: Duration,
-    expires_after: Duration,
-    heartbeat: Heartbeat,
-    fingerprint_version: u32,
-    on_storage_error: OnStorageError,
+    pub(crate) lease_ttl: Duration,
+    pub(crate) wait_timeout: Duration,
+    pub(crate) expires_after: Duration,
+    pub(crate) heartbeat: Heartbeat,
+    pub(crate) fingerprint_version: u32,
+    pub(crate) on_storage_error: OnStorageError,
     /// `None`: the default, a 2xx status.
-    cacheable: Option<Arc<Cacheable>>,
+    pub(crate) cacheable: Option<Arc<Cacheable>>,
 }
 
 /// Whether the executor renews the lease while the operation runs.
@@ -57,7 +58,7 @@ pub enum Heartbeat {
 
 impl Heartbeat {
     /// The shortest interval a heartbeat renews at: a policy asking for less is refused
-    /// by [`Policy::validate`]. A renewal is a store operation (a round trip for a
+    /// by [`PolicyBuilder::build`](crate::PolicyBuilder::build). A renewal is a store operation (a round trip for a
     /// networked store); renewing more often than this only burns a core.
     pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
 }
@@ -98,24 +99,10 @@ impl Policy {
         self.lease_ttl
     }
 
-    /// This policy with leases of `lease_ttl`.
-    #[must_use]
-    pub fn with_lease_ttl(mut self, lease_ttl: Duration) -> Policy {
-        self.lease_ttl = lease_ttl;
-        self
-    }
-
     /// How long one run waits, in total, for another executor's in-flight run of the
     /// same key before answering [`RunError::InProgress`](crate::RunError::InProgress).
     pub fn wait_timeout(&self) -> Duration {
         self.wait_timeout
-    }
-
-    /// This policy, waiting at most `wait_timeout` for a run in flight.
-    #[must_use]
-    pub fn with_wait_timeout(mut self, wait_timeout: Duration) -> Policy {
-        self.wait_timeout = wait_timeout;
-        self
     }
 
     /// How long a stored result is replayed.
@@ -123,23 +110,9 @@ impl Policy {
         self.expires_after
     }
 
-    /// This policy, replaying stored results for `expires_after`.
-    #[must_use]
-    pub fn with_expires_after(mut self, expires_after: Duration) -> Policy {
-        self.expires_after = expires_after;
-        self
-    }
-
     /// Whether and how often the lease is renewed while the operation runs.
     pub fn heartbeat(&self) -> Heartbeat {
         self.heartbeat
-    }
-
-    /// This policy with `heartbeat`.
-    #[must_use]
-    pub fn with_heartbeat(mut self, heartbeat: Heartbeat) -> Policy {
-        self.heartbeat = heartbeat;
-        self
     }
 
     /// The version of the scheme that builds fingerprints; a stored result is replayed
@@ -148,46 +121,9 @@ impl Policy {
         self.fingerprint_version
     }
 
-    /// This policy with fingerprint version `fingerprint_version`.
-    ///
-    /// A record of another version met under the same key is refused
-    /// ([`RunError::PayloadMismatch`](crate::RunError)), never replayed: fingerprints of two
-    /// versions cannot be compared, so the request may or may not be the one stored. When
-    /// you change how fingerprints are built, put the version in the [`Key`](crate::Key)
-    /// too (as `idemkit-tower` does): requests of the new version then never meet records
-    /// of the old one, and a retry that spans the change runs once more instead of being
-    /// refused, while the old records expire on their own.
-    #[must_use]
-    pub fn with_fingerprint_version(mut self, fingerprint_version: u32) -> Policy {
-        self.fingerprint_version = fingerprint_version;
-        self
-    }
-
     /// What to do when the backend fails.
     pub fn on_storage_error(&self) -> OnStorageError {
         self.on_storage_error
-    }
-
-    /// This policy, answering backend failures with `on_storage_error`.
-    #[must_use]
-    pub fn with_on_storage_error(mut self, on_storage_error: OnStorageError) -> Policy {
-        self.on_storage_error = on_storage_error;
-        self
-    }
-
-    /// This policy, storing and replaying the results for which `cacheable` is true (by
-    /// default, status 200 to 299, so a transient 5xx is never replayed and its retry
-    /// runs again). A result that is not cacheable is returned and its claim released.
-    /// The predicate may capture what it needs; if it panics, the run releases its
-    /// claim, reports [`Decision::HandlerFailed`](crate::Decision::HandlerFailed) and
-    /// resumes the panic.
-    #[must_use]
-    pub fn with_cacheable(
-        mut self,
-        cacheable: impl Fn(&Response) -> bool + Send + Sync + 'static,
-    ) -> Policy {
-        self.cacheable = Some(Arc::new(cacheable));
-        self
     }
 
     /// Whether `response` is stored and replayed under this policy.
@@ -209,30 +145,25 @@ impl Policy {
         }
     }
 
-    /// Checks that the policy can work: a heartbeat must renew before the lease lapses,
-    /// so its interval must be shorter than the lease, and it must be at least
-    /// [`Heartbeat::MIN_INTERVAL`] (a shorter one is refused, not clamped: it would
-    /// renew almost without pause). The executors' `with_policy` calls this.
-    pub fn validate(&self) -> Result<(), Error> {
-        let Some(interval) = self.heartbeat_interval() else {
-            return Ok(());
-        };
-        if interval < Heartbeat::MIN_INTERVAL {
-            return Err(Error::InvalidPolicy(format!(
-                "the heartbeat interval ({interval:?}) is under {:?}: it would renew \
-                 almost without pause",
-                Heartbeat::MIN_INTERVAL
-            )));
-        }
-        if interval >= self.lease_ttl {
-            return Err(Error::InvalidPolicy(format!(
-                "the heartbeat interval ({interval:?}) must be shorter than the lease \
-                 ({:?}), or the lease lapses between renewals; use a longer lease or \
-                 Heartbeat::Off",
-                self.lease_ttl
-            )));
-        }
-        Ok(())
+    /// A builder starting from this policy, to change some of its settings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idemkit_core::Policy;
+    ///
+    /// let base = Policy::builder().lease_ttl(Duration::from_secs(5)).build()?;
+    /// let patient = base.to_builder().wait_timeout(Duration::from_secs(60)).build()?;
+    /// assert_eq!(patient.lease_ttl(), Duration::from_secs(5));
+    /// assert_eq!(patient.wait_timeout(), Duration::from_secs(60));
+    /// # Ok::<(), idemkit_core::ConfigError>(())
+    /// ```
+    pub fn to_builder(&self) -> PolicyBuilder {
+        PolicyBuilder::from_policy(self.clone())
+    }
+
+    /// A builder starting from [`Policy::default`].
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::from_policy(Policy::default())
     }
 }
 
@@ -261,12 +192,6 @@ impl fmt::Debug for Policy {
 mod tests {
     use super::*;
 
-    fn with_heartbeat(lease_ttl: Duration, heartbeat: Heartbeat) -> Policy {
-        Policy::default()
-            .with_lease_ttl(lease_ttl)
-            .with_heartbeat(heartbeat)
-    }
-
     #[test]
     fn defaults_are_the_documented_ones() {
         let policy = Policy::default();
@@ -277,7 +202,7 @@ mod tests {
         assert_eq!(policy.fingerprint_version(), 1);
         assert_eq!(policy.on_storage_error(), OnStorageError::FailClosed);
         assert_eq!(policy.heartbeat_interval(), Some(Duration::from_secs(10)));
-        assert!(policy.validate().is_ok());
+        assert!(policy.to_builder().build().is_ok(), "the default is valid");
     }
 
     #[test]
@@ -298,77 +223,5 @@ mod tests {
                 "{status}"
             );
         }
-    }
-
-    #[test]
-    fn a_cacheable_predicate_may_capture() {
-        let allowed = std::collections::HashSet::from([201_u16, 409]);
-        let policy = Policy::default().with_cacheable(move |r| allowed.contains(&r.status));
-        assert!(policy.is_cacheable(&Response::new(409, "")));
-        assert!(!policy.is_cacheable(&Response::new(200, "")));
-        let cloned = policy.clone();
-        assert!(cloned.is_cacheable(&Response::new(201, "")));
-    }
-
-    #[test]
-    fn a_heartbeat_not_shorter_than_the_lease_is_refused_with_the_reason() {
-        let lease = Duration::from_secs(3);
-        for every in [lease, lease * 2] {
-            let error = with_heartbeat(lease, Heartbeat::Every(every))
-                .validate()
-                .unwrap_err();
-            assert!(matches!(error, Error::InvalidPolicy(_)));
-            let text = error.to_string();
-            assert!(text.contains("shorter than the lease"), "{text}");
-        }
-        let just_shorter = lease - Duration::from_nanos(1);
-        assert!(
-            with_heartbeat(lease, Heartbeat::Every(just_shorter))
-                .validate()
-                .is_ok()
-        );
-        assert!(with_heartbeat(lease, Heartbeat::Off).validate().is_ok());
-        assert!(
-            with_heartbeat(Duration::ZERO, Heartbeat::Off)
-                .validate()
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn a_heartbeat_under_the_floor_is_refused_not_clamped() {
-        let lease = Duration::from_secs(3);
-        for every in [
-            Duration::ZERO,
-            Duration::from_nanos(1),
-            Heartbeat::MIN_INTERVAL - Duration::from_nanos(1),
-        ] {
-            let error = with_heartbeat(lease, Heartbeat::Every(every))
-                .validate()
-                .unwrap_err();
-            assert!(error.to_string().contains("without pause"), "{error}");
-        }
-        assert!(
-            with_heartbeat(lease, Heartbeat::Every(Heartbeat::MIN_INTERVAL))
-                .validate()
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn auto_never_renews_faster_than_the_floor_and_refuses_leases_too_short_for_it() {
-        // A 3 ns lease would give 1 ns renewals: the floor applies, and the floor is not
-        // shorter than the lease, so the policy is refused.
-        let tiny = with_heartbeat(Duration::from_nanos(3), Heartbeat::Auto);
-        assert_eq!(tiny.heartbeat_interval(), Some(Heartbeat::MIN_INTERVAL));
-        assert!(tiny.validate().is_err());
-        let short = with_heartbeat(Duration::from_micros(2_400), Heartbeat::Auto);
-        assert_eq!(short.heartbeat_interval(), Some(Heartbeat::MIN_INTERVAL));
-        assert!(short.validate().is_ok());
-        let normal = with_heartbeat(Duration::from_millis(300), Heartbeat::Auto);
-        assert_eq!(
-            normal.heartbeat_interval(),
-            Some(Duration::from_millis(100))
-        );
     }
 }

@@ -321,7 +321,10 @@ mod tests {
 
     #[test]
     fn a_new_claim_runs_under_a_lease_counted_from_before_the_claim() {
-        let policy = Policy::default().with_heartbeat(Heartbeat::Every(Duration::from_secs(2)));
+        let policy = Policy::builder()
+            .heartbeat(Heartbeat::Every(Duration::from_secs(2)))
+            .build()
+            .unwrap();
         let fp = fingerprint();
         let now = Instant::now();
         let (mut run, step) = Loop::start(&policy, &fp, now);
@@ -374,10 +377,13 @@ mod tests {
 
     #[test]
     fn results_not_stored_release_the_claim_before_the_run_ends() {
-        let policy = Policy::default().with_cacheable(|r| {
-            assert_ne!(r.status, 299, "predicate exploded");
-            r.status == 200
-        });
+        let policy = Policy::builder()
+            .cacheable(|r| {
+                assert_ne!(r.status, 299, "predicate exploded");
+                r.status == 200
+            })
+            .build()
+            .unwrap();
         let fp = fingerprint();
         let now = Instant::now();
         let cases: [(Ran<&'static str>, Decision); 4] = [
@@ -406,7 +412,10 @@ mod tests {
 
     #[test]
     fn a_duplicate_waits_for_what_is_left_of_its_timeout_then_is_told_when_to_retry() {
-        let policy = Policy::default().with_wait_timeout(Duration::from_secs(10));
+        let policy = Policy::builder()
+            .wait_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
         let fp = fingerprint();
         let start = Instant::now();
         let (mut run, _) = Loop::start(&policy, &fp, start);
@@ -444,7 +453,10 @@ mod tests {
             Finished::Error(RunError::StorageFailed(_))
         ));
 
-        let open = Policy::default().with_on_storage_error(OnStorageError::FailOpen);
+        let open = Policy::builder()
+            .on_storage_error(OnStorageError::FailOpen)
+            .build()
+            .unwrap();
         let (mut run, _) = Loop::start(&open, &fp, now);
         assert!(matches!(
             run.claimed(Err(storage_error()), now, now),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::memory::InMemoryBackend;
 use crate::memory::shards::Shards;
+use crate::random::{OsRandom, RandomSource};
 use crate::rt::{Clock, SystemClock, ThreadTimer, Timer};
 use crate::store::Store;
 
@@ -28,6 +29,7 @@ pub struct Builder {
     max_size: usize,
     reclaim_grace: Duration,
     shards: usize,
+    random: Arc<dyn RandomSource>,
     clock: Option<Arc<dyn Clock>>,
     /// `None`: the [`ThreadTimer`], whose clock is the system's.
     timer: Option<Arc<dyn Timer>>,
@@ -59,6 +61,7 @@ impl Builder {
             max_size: Store::DEFAULT_MAX_SIZE,
             reclaim_grace: Store::DEFAULT_RECLAIM_GRACE,
             shards: Shards::default_count(),
+            random: Arc::new(OsRandom),
             clock: None,
             timer: None,
         }
@@ -85,6 +88,13 @@ impl Builder {
         self
     }
 
+    /// Where every shard draws its claim tokens from (default [`OsRandom`]). A
+    /// [`SeededRandom`](crate::SeededRandom) is for tests and replays only.
+    pub fn random(mut self, random: impl RandomSource) -> Builder {
+        self.random = Arc::new(random);
+        self
+    }
+
     /// The clock that drives leases and TTLs, such as a
     /// [`ManualClock`](crate::ManualClock). Without one, the timer's clock does.
     pub fn clock(mut self, clock: impl Clock) -> Builder {
@@ -108,7 +118,14 @@ impl Builder {
             (None, Some(timer)) => (timer.clone(), timer),
             (None, None) => (Arc::new(SystemClock), Arc::new(ThreadTimer)),
         };
-        let shards = Shards::new(self.max_size, self.reclaim_grace, self.shards, clock, timer);
+        let shards = Shards::new(
+            self.max_size,
+            self.reclaim_grace,
+            self.shards,
+            self.random,
+            clock,
+            timer,
+        );
         InMemoryBackend::from_shards(Arc::new(shards))
     }
 }

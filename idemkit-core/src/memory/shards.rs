@@ -6,7 +6,6 @@
 //! No lock is held while blocking or while notifying.
 
 use std::collections::HashMap;
-use std::hash::RandomState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,13 +16,11 @@ use crate::backend::PollSchedule;
 use crate::claim::Claim;
 use crate::error::Error;
 use crate::memory::wait::{WaitStep, deadline_after, remaining};
+use crate::random::RandomSource;
 use crate::record::Record;
 use crate::response::Response;
 use crate::rt::{Clock, Timer};
-use crate::store::Store;
-use crate::store::Watch;
-use crate::store::capacity::Capacity;
-use crate::store::keyhash::{HashedKey, KeyHash};
+use crate::store::{HashedKey, KeyHasher, SharedCapacity, Store, Watch};
 use crate::token::ClaimToken;
 
 /// One shard: a store and the completion events of its keys that have waiters.
@@ -66,8 +63,8 @@ pub(crate) struct Shards {
     shards: Box<[Padded<Mutex<Shard>>]>,
     /// The key hasher of every shard's store, also what routes a key to its shard: one
     /// SipHash per operation does both.
-    hasher: RandomState,
-    capacity: Arc<Capacity>,
+    hasher: KeyHasher,
+    capacity: SharedCapacity,
     clock: Arc<dyn Clock>,
     timer: Arc<dyn Timer>,
 }
@@ -83,14 +80,21 @@ impl Shards {
         max_size: usize,
         reclaim_grace: Duration,
         shards: usize,
+        random: Arc<dyn RandomSource>,
         clock: Arc<dyn Clock>,
         timer: Arc<dyn Timer>,
     ) -> Shards {
-        let capacity = Arc::new(Capacity::new(max_size));
-        let hasher = RandomState::new();
+        let capacity = SharedCapacity::new(max_size);
+        let hasher = KeyHasher::new();
         let shards = (0..shards.max(1))
             .map(|_| {
-                let store = Store::sharing(capacity.clone(), reclaim_grace, hasher.clone());
+                let store = Store::builder()
+                    .shared_capacity(capacity.clone())
+                    .reclaim_grace(reclaim_grace)
+                    .key_hasher(hasher.clone())
+                    .random(random.clone())
+                    .build()
+                    .expect("a shared capacity and no max_size of its own");
                 Padded(Mutex::new(Shard {
                     store,
                     waiters: HashMap::new(),
@@ -131,10 +135,8 @@ impl Shards {
 
     /// The shard of `key`, locked, and the key hashed for that shard's store.
     fn shard<'k>(&self, key: &'k str) -> (MutexGuard<'_, Shard>, HashedKey<'k>) {
-        let (hash, route) = KeyHash::routed(&self.hasher, key.as_bytes());
-        // `route * shards / 2^32`: a uniform pick for any shard count, without a division.
-        let index = ((u64::from(route) * self.shards.len() as u64) >> 32) as usize;
-        (self.shards[index].0.lock(), HashedKey { key, hash })
+        let key = self.hasher.hash(key);
+        (self.shards[key.shard(self.shards.len())].0.lock(), key)
     }
 
     pub(crate) fn claim(
@@ -155,7 +157,7 @@ impl Shards {
                 // A claim that replaced a record (a lapsed claim, or one gone after its
                 // grace) wakes whoever still watched the old one: they re-read and watch
                 // the new claim, instead of learning of it at their next poll.
-                Ok(Claim::Reclaimed(_) | Claim::New(_)) => shard.take_waiters(key.key),
+                Ok(Claim::Reclaimed(_) | Claim::New(_)) => shard.take_waiters(key.key()),
                 _ => None,
             };
             drop(shard);
@@ -183,7 +185,7 @@ impl Shards {
             .store
             .complete_hashed(key, token, response, expires_after, now);
         let woken = if done {
-            shard.take_waiters(key.key)
+            shard.take_waiters(key.key())
         } else {
             None
         };
@@ -197,7 +199,7 @@ impl Shards {
         let (mut shard, key) = self.shard(key);
         let released = shard.store.release_hashed(key, token, now);
         let woken = if released {
-            shard.take_waiters(key.key)
+            shard.take_waiters(key.key())
         } else {
             None
         };
@@ -283,7 +285,7 @@ impl Wait<'_> {
     pub(crate) fn step(&mut self, waiter_now: Instant) -> WaitStep {
         let (mut shard, key) = self.shards.shard(self.key);
         let lease_now = self.shards.clock.now();
-        let lease_left = match shard.store.watch(key, lease_now) {
+        let lease_left = match shard.store.watch_hashed(key, lease_now) {
             Watch::Absent => return WaitStep::Ready(None),
             Watch::Completed(record) => return WaitStep::Ready(Some(record)),
             // The owner's lease lapsed: it has probably crashed. Waiting longer cannot
@@ -351,6 +353,7 @@ mod tests {
             max_size,
             Duration::ZERO,
             count,
+            Arc::new(crate::random::OsRandom),
             clock,
             Arc::new(ThreadTimer),
         )

@@ -3,45 +3,69 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// How many records may be held, and how many are. One budget is shared by all the
-/// shards of a backend, so the limit is global and exact: a slot is taken before a record
-/// is inserted and given back when it is removed.
+/// A record limit that several stores count against together: the shards of one
+/// backend share one, so `max_size` holds across all of them, exactly.
+///
+/// A slot is taken before a record is inserted and given back when it is removed (or
+/// its store dropped). Cloning the handle shares the count; give it to each store with
+/// [`StoreBuilder::shared_capacity`](crate::StoreBuilder::shared_capacity).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use idemkit_core::{Error, SharedCapacity, Store};
+///
+/// let capacity = SharedCapacity::new(1);
+/// let mut one = Store::builder().shared_capacity(capacity.clone()).build()?;
+/// let mut other = Store::builder().shared_capacity(capacity.clone()).build()?;
+/// let (now, lease) = (Instant::now(), Duration::from_secs(30));
+/// one.claim("a", "fp", 1, lease, now)?;
+/// assert!(matches!(other.claim("b", "fp", 1, lease, now), Err(Error::Full { max_size: 1 })));
+/// assert_eq!(capacity.held(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct SharedCapacity(Arc<Count>);
+
 #[derive(Debug)]
-pub(crate) struct Capacity {
+struct Count {
     max_size: usize,
     held: AtomicUsize,
 }
 
-impl Capacity {
-    pub(crate) fn new(max_size: usize) -> Capacity {
-        Capacity {
+impl SharedCapacity {
+    /// A limit of `max_size` records, none held yet.
+    pub fn new(max_size: usize) -> SharedCapacity {
+        SharedCapacity(Arc::new(Count {
             max_size,
             held: AtomicUsize::new(0),
-        }
+        }))
     }
 
-    pub(crate) fn max_size(&self) -> usize {
-        self.max_size
+    /// The most records the stores sharing it hold together.
+    pub fn max_size(&self) -> usize {
+        self.0.max_size
     }
 
-    /// Records held by every store sharing this budget.
-    pub(crate) fn held(&self) -> usize {
-        self.held.load(Ordering::Relaxed)
+    /// Records held by every store sharing this limit, expired ones not purged yet
+    /// included.
+    pub fn held(&self) -> usize {
+        self.0.held.load(Ordering::Relaxed)
     }
 
     /// Takes a slot; false when all `max_size` are taken.
-    pub(crate) fn try_take(&self) -> bool {
+    fn try_take(&self) -> bool {
         // Relaxed is enough: the counter guards a number, and publishes no data.
-        self.held
+        self.0
+            .held
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
-                (held < self.max_size).then_some(held + 1)
+                (held < self.0.max_size).then_some(held + 1)
             })
             .is_ok()
     }
 
     /// Gives back `count` slots.
-    pub(crate) fn give_back(&self, count: usize) {
-        self.held.fetch_sub(count, Ordering::Relaxed);
+    fn give_back(&self, count: usize) {
+        self.0.held.fetch_sub(count, Ordering::Relaxed);
     }
 }
 
@@ -61,7 +85,7 @@ pub(crate) enum Budget {
     /// the shard's lock is released), so the global count stays exact: it only looks as
     /// if the record were dropped at the end of the operation instead of in its middle.
     Shared {
-        capacity: Arc<Capacity>,
+        capacity: SharedCapacity,
         credit: usize,
     },
 }
@@ -71,7 +95,7 @@ impl Budget {
         Budget::Own { max_size, held: 0 }
     }
 
-    pub(crate) fn shared(capacity: Arc<Capacity>) -> Budget {
+    pub(crate) fn shared(capacity: SharedCapacity) -> Budget {
         Budget::Shared {
             capacity,
             credit: 0,
@@ -82,15 +106,6 @@ impl Budget {
         match self {
             Budget::Own { max_size, .. } => *max_size,
             Budget::Shared { capacity, .. } => capacity.max_size(),
-        }
-    }
-
-    /// Changes the limit of a budget of its own (a shared budget's limit is its
-    /// backend's, fixed when it was built).
-    pub(crate) fn set_max_size(&mut self, limit: usize) {
-        match self {
-            Budget::Own { max_size, .. } => *max_size = limit,
-            Budget::Shared { .. } => {}
         }
     }
 
@@ -146,7 +161,7 @@ mod tests {
 
     #[test]
     fn shared_budgets_draw_on_one_count() {
-        let capacity = Arc::new(Capacity::new(3));
+        let capacity = SharedCapacity::new(3);
         let mut first = Budget::shared(capacity.clone());
         let mut second = Budget::shared(capacity.clone());
         assert!(first.try_take());
@@ -164,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_shards_credit_is_its_own_until_returned() {
-        let capacity = Arc::new(Capacity::new(2));
+        let capacity = SharedCapacity::new(2);
         let mut first = Budget::shared(capacity.clone());
         let mut second = Budget::shared(capacity.clone());
         assert!(first.try_take());

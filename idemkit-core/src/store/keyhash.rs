@@ -1,6 +1,8 @@
-//! [`KeyHash`]: the part of a key's hash the store keeps.
+//! Key hashes: [`KeyHasher`] and the [`HashedKey`]s it makes, which a sharded backend
+//! routes by and hands to its shard's store, and [`KeyHash`], the part a store keeps.
 
 use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// 32 bits of a key's keyed SipHash (std's `RandomState`, so clients cannot choose
 /// collisions): what places the key in the store's table.
@@ -17,6 +19,7 @@ impl KeyHash {
     pub(crate) const ZERO: KeyHash = KeyHash(0);
 
     /// The hash of `key` under `hasher`'s secret keys.
+    #[cfg(test)]
     pub(crate) fn of(hasher: &RandomState, key: &[u8]) -> KeyHash {
         KeyHash::routed(hasher, key).0
     }
@@ -41,19 +44,104 @@ impl KeyHash {
     }
 }
 
-/// A key and its hash under its store's hasher: what every store operation looks a key up
-/// by, hashed once by whoever routes the key (the store itself, or a sharded backend).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HashedKey<'a> {
-    pub(crate) key: &'a str,
-    pub(crate) hash: KeyHash,
+/// A keyed hash of idempotency keys (SipHash under secret keys, so clients cannot choose
+/// collisions): how a store finds its records, and how a sharded backend picks the shard
+/// of a key without hashing it twice.
+///
+/// Each store hashes with its own `KeyHasher` unless built with one
+/// ([`StoreBuilder::key_hasher`](crate::StoreBuilder::key_hasher)). A backend that gives
+/// every shard's store the same hasher hashes a key once, picks the shard from the
+/// [`HashedKey`] and hands it to that store's `*_hashed` operations.
+///
+/// ```
+/// use idemkit_core::KeyHasher;
+///
+/// let hasher = KeyHasher::new();
+/// let key = hasher.hash("order-17");
+/// assert_eq!(key.key(), "order-17");
+/// assert!(key.shard(8) < 8);
+/// assert_eq!(key.shard(8), hasher.hash("order-17").shard(8));
+/// ```
+#[derive(Clone, Debug)]
+pub struct KeyHasher {
+    state: RandomState,
+    /// Tells this hasher's keys from another's: a store given a key hashed by another
+    /// hasher hashes it again rather than look in the wrong place.
+    id: u32,
 }
 
-impl<'a> HashedKey<'a> {
-    pub(crate) fn new(hasher: &RandomState, key: &'a str) -> HashedKey<'a> {
+/// Hands out hasher ids; clones share their original's id, as they hash alike.
+static NEXT_ID: AtomicU32 = AtomicU32::new(0);
+
+impl KeyHasher {
+    /// A hasher with fresh secret keys.
+    pub fn new() -> KeyHasher {
+        KeyHasher {
+            state: RandomState::new(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// `key` and its hash.
+    pub fn hash<'k>(&self, key: &'k str) -> HashedKey<'k> {
+        let (hash, route) = KeyHash::routed(&self.state, key.as_bytes());
         HashedKey {
             key,
-            hash: KeyHash::of(hasher, key.as_bytes()),
+            hash,
+            route,
+            hasher: self.id,
+        }
+    }
+
+    /// Whether `key` was hashed by this hasher (or a clone of it).
+    pub(crate) fn made(&self, key: &HashedKey<'_>) -> bool {
+        key.hasher == self.id
+    }
+}
+
+impl Default for KeyHasher {
+    fn default() -> KeyHasher {
+        KeyHasher::new()
+    }
+}
+
+/// A key and its hash under one [`KeyHasher`]: what a store looks a key up by, hashed
+/// once per operation by whoever routes the key (a store itself, or a sharded backend).
+///
+/// A store given a key hashed by a hasher other than its own
+/// ([`Store::key_hasher`](crate::Store::key_hasher)) hashes it again, so such a key is
+/// never looked up in the wrong place: it only costs the hashing it was meant to save.
+#[derive(Clone, Copy, Debug)]
+pub struct HashedKey<'k> {
+    key: &'k str,
+    pub(crate) hash: KeyHash,
+    /// 32 more bits of the same SipHash for picking a shard: independent of the table's
+    /// bits, so every shard's table sees well-spread hashes.
+    route: u32,
+    hasher: u32,
+}
+
+impl<'k> HashedKey<'k> {
+    /// The key.
+    pub fn key(&self) -> &'k str {
+        self.key
+    }
+
+    /// Which of `shards` shards holds this key: uniform over `0..shards`, and the same
+    /// for the same key and hasher. `shards` of zero counts as one.
+    pub fn shard(&self, shards: usize) -> usize {
+        // `route * shards / 2^32`: a uniform pick for any shard count, without a division.
+        ((u64::from(self.route) * shards.max(1) as u64) >> 32) as usize
+    }
+
+    /// This key with the hash a store already keeps for it (the record the last claim
+    /// wrote), so it is not hashed again.
+    pub(crate) fn with_hash(key: &'k str, hash: KeyHash, hasher: &KeyHasher) -> HashedKey<'k> {
+        HashedKey {
+            key,
+            hash,
+            route: 0,
+            hasher: hasher.id,
         }
     }
 }

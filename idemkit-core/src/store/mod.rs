@@ -2,20 +2,23 @@
 //!
 //! The store keeps records in [`slots`], finds them by key through a hash table of slot
 //! numbers ([`keyhash`]), drops them as they expire through a [`expiry`] index, counts
-//! them against a [`capacity`], and draws claim [`tokens`] from the OS. Instants are kept
-//! as 8-byte [`stamp`]s on the store's own timeline.
+//! them against a [`capacity`] (its own, or a [`SharedCapacity`]), and draws claim tokens
+//! from its [`RandomSource`]. Instants are kept as 8-byte [`stamp`]s on the store's own
+//! timeline. [`StoreBuilder`] sets a store up; [`Watch`] is what a waiter reads.
 
-pub(crate) mod capacity;
-pub(crate) mod expiry;
-pub(crate) mod keyhash;
-pub(crate) mod names;
-pub(crate) mod slots;
-pub(crate) mod stamp;
-pub(crate) mod stored;
-pub(crate) mod tokens;
+mod builder;
+mod capacity;
+mod expiry;
+mod keyhash;
+mod names;
+mod slots;
+mod stamp;
+mod stored;
+#[cfg(test)]
+mod tests;
+mod watch;
 
 use std::fmt;
-use std::hash::RandomState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,13 +30,19 @@ use crate::record::Record;
 use crate::response::Response;
 use crate::token::ClaimToken;
 
-use self::capacity::{Budget, Capacity};
+use crate::random::RandomSource;
+
+pub use self::builder::StoreBuilder;
+pub use self::capacity::SharedCapacity;
+pub use self::keyhash::{HashedKey, KeyHasher};
+pub use self::watch::Watch;
+
+use self::capacity::Budget;
 use self::expiry::{DeadlineIndex, Entry, Slot};
-use self::keyhash::{HashedKey, KeyHash};
+use self::keyhash::KeyHash;
 use self::slots::Slots;
 use self::stamp::{Span, Stamp, Timeline};
 use self::stored::StoredRecord;
-use self::tokens::{TokenSource, Tokens};
 
 /// How many slots beyond twice the records held a store may keep before it compacts: a
 /// few, so a store that swings between zero and one record does not reallocate.
@@ -48,7 +57,11 @@ const PURGE_PER_CLAIM: usize = 2;
 /// A `Store` does no I/O and owns no clock, lock or thread: every operation that depends
 /// on time takes `now`, and the caller decides when time passes. Wrap it in a mutex to
 /// share it, or use [`InMemoryBackend`](crate::InMemoryBackend), which does exactly that
-/// (sharded, with wake-ups for waiters).
+/// (sharded, with wake-ups for waiters), built from this type's public API only: one
+/// [`KeyHasher`] hashes each key once to pick its shard ([`HashedKey::shard`]) and find
+/// it there (the `*_hashed` operations), one [`SharedCapacity`] bounds every shard, and a
+/// waiter reads [`Store::watch_hashed`] under the shard's lock before it sleeps. Claim
+/// tokens come from the store's [`RandomSource`] ([`StoreBuilder::random`]).
 ///
 /// Deadlines are inclusive: a lease or expiry `D` is live while `now <= D` and past once
 /// `D < now`. `now + duration` saturates, so `Duration::MAX` means "never".
@@ -91,7 +104,7 @@ const PURGE_PER_CLAIM: usize = 2;
 pub struct Store {
     /// Slots by key; the key itself lives in the record, stored once.
     keys: HashTable<Slot>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     slots: Slots,
     free: Vec<Slot>,
     deadlines: DeadlineIndex,
@@ -105,7 +118,7 @@ pub struct Store {
     /// to a claim and the completion or renewal that follows, and comparing two instants
     /// is cheaper than converting one.
     converted: Option<(Instant, Stamp)>,
-    tokens: Tokens,
+    random: Box<dyn RandomSource>,
     len: usize,
     /// The slot of the record the last claim wrote ([`NO_SLOT`] if none or compacted
     /// since). The completion (or renewal, or release) that follows a claim is usually
@@ -121,63 +134,28 @@ impl Store {
     /// The capacity of [`Store::new`].
     pub const DEFAULT_MAX_SIZE: usize = 10_000;
     /// How long a claim whose lease lapsed is kept so the next claim reports
-    /// [`Claim::Reclaimed`], unless set with [`Store::with_reclaim_grace`].
+    /// [`Claim::Reclaimed`], unless set with [`StoreBuilder::reclaim_grace`].
     pub const DEFAULT_RECLAIM_GRACE: Duration = Duration::from_secs(60);
 
     /// An empty store holding at most [`Store::DEFAULT_MAX_SIZE`] records, with the
-    /// [default reclaim grace](Store::DEFAULT_RECLAIM_GRACE).
+    /// [default reclaim grace](Store::DEFAULT_RECLAIM_GRACE), drawing its tokens from
+    /// [`OsRandom`](crate::OsRandom). [`Store::builder`] sets it up otherwise.
     pub fn new() -> Store {
-        Store::counting_against(
-            Budget::own(Store::DEFAULT_MAX_SIZE),
-            Store::DEFAULT_RECLAIM_GRACE,
-            RandomState::new(),
-            Tokens::Own(TokenSource::new()),
-        )
+        StoreBuilder::new().build_store()
     }
 
-    /// This store, holding at most `max_size` records. A store that already holds more
-    /// keeps them, and claims no new key until it holds fewer.
-    #[must_use]
-    pub fn with_max_size(mut self, max_size: usize) -> Store {
-        self.capacity.set_max_size(max_size);
-        self
+    /// A builder for a store with other settings: its capacity (its own or shared with
+    /// other stores), reclaim grace, random source and key hasher.
+    pub fn builder() -> StoreBuilder {
+        StoreBuilder::new()
     }
 
-    /// This store, keeping a claim whose lease lapsed for `reclaim_grace` before dropping
-    /// it. Until then the next claim of its key reports [`Claim::Reclaimed`] and a late
-    /// `complete` with its token can still land; afterwards the key is simply free.
-    #[must_use]
-    pub fn with_reclaim_grace(mut self, reclaim_grace: Duration) -> Store {
-        self.reclaim_grace = reclaim_grace;
-        self.grace = Span::from_duration(reclaim_grace);
-        // The claims already held now leave at other instants: their index entries no
-        // longer match them (they would be skipped as stale and never purged).
-        self.reindex();
-        self
-    }
-
-    /// A store whose records count against `capacity`, shared with other stores (the
-    /// shards of one backend), hashing keys with `hasher`, which the backend also uses to
-    /// route keys to shards, so each key is hashed once per operation. It draws its
-    /// tokens from the calling thread's buffer, as the shard is used by many threads.
-    pub(crate) fn sharing(
-        capacity: Arc<Capacity>,
-        reclaim_grace: Duration,
-        hasher: RandomState,
-    ) -> Store {
-        Store::counting_against(
-            Budget::shared(capacity),
-            reclaim_grace,
-            hasher,
-            Tokens::Thread,
-        )
-    }
-
-    fn counting_against(
+    /// An empty store of these parts (see [`StoreBuilder`]).
+    fn from_parts(
         capacity: Budget,
         reclaim_grace: Duration,
-        hasher: RandomState,
-        tokens: Tokens,
+        hasher: KeyHasher,
+        random: Box<dyn RandomSource>,
     ) -> Store {
         Store {
             keys: HashTable::new(),
@@ -190,7 +168,7 @@ impl Store {
             grace: Span::from_duration(reclaim_grace),
             timeline: None,
             converted: None,
-            tokens,
+            random,
             len: 0,
             recent: NO_SLOT,
         }
@@ -204,6 +182,12 @@ impl Store {
     /// How long a lapsed claim is kept before it is dropped.
     pub fn reclaim_grace(&self) -> Duration {
         self.reclaim_grace
+    }
+
+    /// The hasher this store finds keys by: a [`HashedKey`] made by it (or by a clone of
+    /// it) is looked up without hashing the key again.
+    pub fn key_hasher(&self) -> &KeyHasher {
+        &self.hasher
     }
 
     /// Claims `key` for the caller, or reports who has it.
@@ -226,12 +210,13 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> Result<Claim, Error> {
-        let key = HashedKey::new(&self.hasher, key);
+        let key = self.hasher.hash(key);
         self.claim_hashed(key, fingerprint, fingerprint_version, lease_ttl, now)
     }
 
-    /// [`Store::claim`] for a key already hashed with this store's hasher.
-    pub(crate) fn claim_hashed(
+    /// [`Store::claim`] of a key hashed by [`Store::key_hasher`] (by whoever routed it
+    /// here, such as a sharded backend), so it is not hashed again.
+    pub fn claim_hashed(
         &mut self,
         key: HashedKey<'_>,
         fingerprint: &str,
@@ -239,8 +224,11 @@ impl Store {
         lease_ttl: Duration,
         now: Instant,
     ) -> Result<Claim, Error> {
-        if u32::try_from(key.key.len()).is_err() {
-            return Err(Error::KeyTooLong { len: key.key.len() });
+        let key = self.own(key);
+        if u32::try_from(key.key().len()).is_err() {
+            return Err(Error::KeyTooLong {
+                len: key.key().len(),
+            });
         }
         let now = self.stamp_now(now);
         for _ in 0..PURGE_PER_CLAIM {
@@ -250,7 +238,7 @@ impl Store {
         }
         let fresh = |token| {
             StoredRecord::claimed(
-                key.key,
+                key.key(),
                 key.hash,
                 fingerprint,
                 fingerprint_version,
@@ -275,14 +263,14 @@ impl Store {
     ) -> Result<Claim, Error> {
         // Not `find`: a claim is rarely of the key the last claim wrote.
         let Some(slot) = self.find_in_table(key) else {
-            let token = self.tokens.next()?;
+            let token = self.next_token()?;
             self.take_capacity(now)?;
             self.insert(fresh(token.clone()));
             return Ok(Claim::New(token));
         };
         let record = self.record(slot);
         if record.removal_deadline(self.grace) < now {
-            let token = self.tokens.next()?;
+            let token = self.next_token()?;
             self.replace(slot, fresh(token.clone()));
             Ok(Claim::New(token))
         } else if record.is_completed() {
@@ -290,7 +278,7 @@ impl Store {
         } else if now <= record.deadline() {
             Ok(Claim::InFlight(record.to_record(self.timeline())))
         } else {
-            let token = self.tokens.next()?;
+            let token = self.next_token()?;
             self.replace(slot, fresh(token.clone()));
             Ok(Claim::Reclaimed(token))
         }
@@ -316,18 +304,20 @@ impl Store {
         now: Instant,
     ) -> bool {
         let key = self.hashed(key);
-        self.complete_hashed(key, token, response.into(), expires_after, now)
+        self.complete_hashed(key, token, response, expires_after, now)
     }
 
-    /// [`Store::complete`] for a key already hashed with this store's hasher.
-    pub(crate) fn complete_hashed(
+    /// [`Store::complete`] of a key hashed by [`Store::key_hasher`].
+    #[must_use = "false means the result was fenced out and not stored"]
+    pub fn complete_hashed(
         &mut self,
         key: HashedKey<'_>,
         token: &ClaimToken,
-        response: Arc<Response>,
+        response: impl Into<Arc<Response>>,
         expires_after: Duration,
         now: Instant,
     ) -> bool {
+        let response = response.into();
         let now = self.stamp_now(now);
         let Some(slot) = self.held_by(key, token, now) else {
             return false;
@@ -345,13 +335,9 @@ impl Store {
         self.release_hashed(key, token, now)
     }
 
-    /// [`Store::release`] for a key already hashed with this store's hasher.
-    pub(crate) fn release_hashed(
-        &mut self,
-        key: HashedKey<'_>,
-        token: &ClaimToken,
-        now: Instant,
-    ) -> bool {
+    /// [`Store::release`] of a key hashed by [`Store::key_hasher`].
+    #[must_use = "false means the token did not hold the key"]
+    pub fn release_hashed(&mut self, key: HashedKey<'_>, token: &ClaimToken, now: Instant) -> bool {
         let now = self.stamp_now(now);
         let Some(slot) = self.held_by(key, token, now) else {
             return false;
@@ -376,8 +362,9 @@ impl Store {
         self.renew_hashed(key, token, lease_ttl, now)
     }
 
-    /// [`Store::renew`] for a key already hashed with this store's hasher.
-    pub(crate) fn renew_hashed(
+    /// [`Store::renew`] of a key hashed by [`Store::key_hasher`].
+    #[must_use = "false means the token no longer holds the key: stop and store nothing"]
+    pub fn renew_hashed(
         &mut self,
         key: HashedKey<'_>,
         token: &ClaimToken,
@@ -398,8 +385,8 @@ impl Store {
         self.get_hashed(self.hashed(key), now)
     }
 
-    /// [`Store::get`] for a key already hashed with this store's hasher.
-    pub(crate) fn get_hashed(&self, key: HashedKey<'_>, now: Instant) -> Option<Record> {
+    /// [`Store::get`] of a key hashed by [`Store::key_hasher`].
+    pub fn get_hashed(&self, key: HashedKey<'_>, now: Instant) -> Option<Record> {
         let (slot, timeline) = self.live(key, now)?;
         Some(self.record(slot).to_record(timeline))
     }
@@ -408,15 +395,38 @@ impl Store {
     fn live(&self, key: HashedKey<'_>, now: Instant) -> Option<(Slot, Timeline)> {
         // A store never given an instant holds nothing.
         let timeline = self.timeline?;
-        let slot = self.find(key)?;
+        let slot = self.find(self.own(key))?;
         let gone = self.record(slot).removal_deadline(self.grace) < timeline.stamp(now);
         (!gone).then_some((slot, timeline))
     }
 
     /// What a waiter on `key` needs to know at `now`: nothing held (or gone), the
-    /// completed record, or how long the live lease of a claim has left (zero once it
-    /// lapsed).
-    pub(crate) fn watch(&self, key: HashedKey<'_>, now: Instant) -> Watch {
+    /// completed record, a claim whose lease lapsed, or how long the live lease of a
+    /// claim has left. A backend that wakes waiters reads this under the same lock as it
+    /// registers the waiter, so no completion slips in between.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use idemkit_core::{Store, Watch};
+    ///
+    /// let mut store = Store::new();
+    /// let now = Instant::now();
+    /// assert!(matches!(store.watch("k", now), Watch::Absent));
+    /// store.claim("k", "fp", 1, Duration::from_secs(30), now)?;
+    /// let later = now + Duration::from_secs(10);
+    /// assert!(matches!(
+    ///     store.watch("k", later),
+    ///     Watch::Claimed { lease_left } if lease_left == Duration::from_secs(20)
+    /// ));
+    /// assert!(matches!(store.watch("k", now + Duration::from_secs(31)), Watch::Lapsed));
+    /// # Ok::<(), idemkit_core::Error>(())
+    /// ```
+    pub fn watch(&self, key: &str, now: Instant) -> Watch {
+        self.watch_hashed(self.hashed(key), now)
+    }
+
+    /// [`Store::watch`] of a key hashed by [`Store::key_hasher`].
+    pub fn watch_hashed(&self, key: HashedKey<'_>, now: Instant) -> Watch {
         let Some((slot, timeline)) = self.live(key, now) else {
             return Watch::Absent;
         };
@@ -493,30 +503,43 @@ impl Store {
     /// computed otherwise.
     fn hashed<'k>(&self, key: &'k str) -> HashedKey<'k> {
         match self.recent(key) {
-            Some(slot) => HashedKey {
-                key,
-                hash: self.record(slot).hash(),
-            },
-            None => HashedKey::new(&self.hasher, key),
+            Some(slot) => HashedKey::with_hash(key, self.record(slot).hash(), &self.hasher),
+            None => self.hasher.hash(key),
         }
     }
 
+    /// `key` hashed by this store's hasher: as given if it was, hashed again if not.
+    fn own<'k>(&self, key: HashedKey<'k>) -> HashedKey<'k> {
+        if self.hasher.made(&key) {
+            key
+        } else {
+            self.hasher.hash(key.key())
+        }
+    }
+
+    /// A fresh claim token from the store's source.
+    fn next_token(&mut self) -> Result<ClaimToken, Error> {
+        let mut bytes = [0; 16];
+        self.random.fill(&mut bytes)?;
+        Ok(ClaimToken::from_bytes(bytes))
+    }
+
     fn find(&self, key: HashedKey<'_>) -> Option<Slot> {
-        self.recent(key.key).or_else(|| self.find_in_table(key))
+        self.recent(key.key()).or_else(|| self.find_in_table(key))
     }
 
     fn find_in_table(&self, key: HashedKey<'_>) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
             .find(key.hash.table(), |&slot| {
-                key_of(slots, slot) == key.key.as_bytes()
+                key_of(slots, slot) == key.key().as_bytes()
             })
             .copied()
     }
 
     /// The slot of `key` if `token` holds its claim and the claim is not gone at `now`.
     fn held_by(&self, key: HashedKey<'_>, token: &ClaimToken, now: Stamp) -> Option<Slot> {
-        let slot = self.find(key)?;
+        let slot = self.find(self.own(key))?;
         let record = self.record(slot);
         let held = !record.is_completed()
             && record.claim_token() == token
@@ -677,19 +700,6 @@ impl Store {
     }
 }
 
-/// What a waiter on a key finds (see [`Store::watch`]).
-#[derive(Debug)]
-pub(crate) enum Watch {
-    /// No record, or one that is gone.
-    Absent,
-    /// The operation finished: replay this.
-    Completed(Record),
-    /// A claim whose lease lapsed: its owner has probably crashed.
-    Lapsed,
-    /// A claim whose lease is live for `lease_left` more.
-    Claimed { lease_left: Duration },
-}
-
 /// The index entry of every record held, as a rebuilt index holds them.
 fn current_entries(slots: &Slots, grace: Span) -> Vec<Entry> {
     (0..)
@@ -742,276 +752,5 @@ impl fmt::Debug for Store {
             .field("max_size", &self.capacity.max_size())
             .field("reclaim_grace", &self.reclaim_grace)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LEASE: Duration = Duration::from_secs(30);
-
-    #[test]
-    fn renewing_forever_keeps_the_deadline_index_proportional_to_the_store() {
-        let mut store = Store::new();
-        let mut now = Instant::now();
-        let Claim::New(token) = store.claim("k", "fp", 1, LEASE, now).unwrap() else {
-            panic!()
-        };
-        for _ in 0..10_000 {
-            now += Duration::from_millis(1);
-            assert!(store.renew("k", &token, LEASE, now));
-        }
-        assert!(
-            store.deadlines.len() <= 2 * store.len() + 65,
-            "{} entries",
-            store.deadlines.len()
-        );
-        assert_eq!(
-            store.next_expiry(),
-            Some(now + LEASE + store.reclaim_grace() + Duration::from_nanos(1))
-        );
-    }
-
-    #[test]
-    fn the_index_top_is_exact_after_every_kind_of_change() {
-        let mut store = Store::new().with_reclaim_grace(Duration::ZERO);
-        let now = Instant::now();
-        let Claim::New(a) = store.claim("a", "fp", 1, LEASE, now).unwrap() else {
-            panic!()
-        };
-        let Claim::New(b) = store.claim("b", "fp", 1, 2 * LEASE, now).unwrap() else {
-            panic!()
-        };
-        let first = |lease: Duration| Some(now + lease + Duration::from_nanos(1));
-        assert_eq!(store.next_expiry(), first(LEASE));
-        assert!(store.renew("a", &a, 3 * LEASE, now));
-        assert_eq!(store.next_expiry(), first(2 * LEASE));
-        assert!(store.release("b", &b, now));
-        assert_eq!(store.next_expiry(), first(3 * LEASE));
-        assert!(store.complete("a", &a, Response::new(200, "ok"), Duration::MAX, now));
-        assert_eq!(
-            store.next_expiry(),
-            None,
-            "a record that never expires is not indexed"
-        );
-    }
-}
-
-#[cfg(test)]
-mod compaction {
-    use super::*;
-
-    const LEASE: Duration = Duration::from_secs(30);
-
-    #[test]
-    fn a_store_that_drains_compacts_and_keeps_what_remains_findable() {
-        let now = Instant::now();
-        let mut store = Store::new().with_max_size(100_000);
-        let mut tokens = Vec::new();
-        for i in 0..5_000 {
-            let Claim::New(token) = store.claim(&format!("k{i}"), "fp", 1, LEASE, now).unwrap()
-            else {
-                panic!("new");
-            };
-            tokens.push(token);
-        }
-        let grown = store.slots.capacity();
-        assert!(grown >= 5_000);
-        for (i, token) in tokens.iter().enumerate().skip(10) {
-            assert!(store.release(&format!("k{i}"), token, now));
-        }
-        assert_eq!(store.len(), 10);
-        assert!(
-            store.slots.capacity() <= 2 * 10 + COMPACT_SLACK,
-            "{} slots for 10 records",
-            store.slots.capacity()
-        );
-        assert!(store.keys.capacity() < 100, "{}", store.keys.capacity());
-        // What remains is still found, held and indexed.
-        for (i, token) in tokens.iter().enumerate().take(10) {
-            let key = format!("k{i}");
-            assert!(store.get(&key, now).is_some(), "{key}");
-            assert!(store.renew(&key, token, LEASE, now), "{key}");
-        }
-        assert_eq!(
-            store.next_expiry(),
-            Some(now + LEASE + store.reclaim_grace() + Duration::from_nanos(1))
-        );
-        // And it grows again.
-        for i in 0..100 {
-            assert!(matches!(
-                store.claim(&format!("again-{i}"), "fp", 1, LEASE, now),
-                Ok(Claim::New(_))
-            ));
-        }
-        assert_eq!(store.len(), 110);
-        let later = now + LEASE + store.reclaim_grace() + Duration::from_secs(1);
-        assert_eq!(store.purge_expired(later), 110);
-        assert_eq!(store.slots.capacity(), 0, "an empty store owns no slots");
-    }
-}
-
-/// The structures behind the store (the slot table, the key table, the deadline index and
-/// the capacity count) agree with each other after any sequence of operations.
-#[cfg(test)]
-mod consistency {
-    use std::collections::HashMap;
-
-    use proptest::prelude::*;
-
-    use super::*;
-
-    const KEYS: [&str; 4] = ["a", "b", "c", "d"];
-    const GRACE: Duration = Duration::from_millis(3);
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        Claim {
-            key: usize,
-            lease: Duration,
-        },
-        Complete {
-            key: usize,
-            ttl: Duration,
-            stale: bool,
-        },
-        Release {
-            key: usize,
-        },
-        Renew {
-            key: usize,
-            lease: Duration,
-        },
-        Advance(Duration),
-        Purge,
-    }
-
-    fn span() -> impl Strategy<Value = Duration> {
-        prop_oneof![
-            Just(Duration::ZERO),
-            Just(Duration::from_millis(1)),
-            Just(Duration::from_millis(5)),
-            Just(Duration::from_millis(50)),
-            Just(Duration::MAX),
-        ]
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        let key = 0..KEYS.len();
-        prop_oneof![
-            3 => (key.clone(), span()).prop_map(|(key, lease)| Op::Claim { key, lease }),
-            3 => (key.clone(), span(), any::<bool>())
-                .prop_map(|(key, ttl, stale)| Op::Complete { key, ttl, stale }),
-            1 => key.clone().prop_map(|key| Op::Release { key }),
-            2 => (key, span()).prop_map(|(key, lease)| Op::Renew { key, lease }),
-            2 => (0u64..8).prop_map(|ms| Op::Advance(Duration::from_millis(ms))),
-            1 => Just(Op::Purge),
-        ]
-    }
-
-    /// Removal deadlines of the records held, by slot.
-    fn held(store: &Store) -> Vec<(Slot, Stamp)> {
-        (0..)
-            .zip(store.slots.iter())
-            .filter_map(|(slot, record)| {
-                Some((slot, record.as_ref()?.removal_deadline(store.grace)))
-            })
-            .collect()
-    }
-
-    fn check(store: &Store) {
-        let held = held(store);
-        assert_eq!(store.len(), held.len());
-        assert_eq!(store.keys.len(), held.len(), "one table entry per record");
-        let Budget::Own { held: counted, .. } = store.capacity else {
-            panic!("a lone store has a budget of its own");
-        };
-        assert_eq!(counted, held.len(), "the capacity counts every record");
-        for &(slot, _) in &held {
-            let record = store.record(slot);
-            let key = std::str::from_utf8(record.key_bytes()).unwrap();
-            let hashed = HashedKey::new(&store.hasher, key);
-            assert_eq!(record.hash(), hashed.hash, "a record keeps its key's hash");
-            assert_eq!(store.find_in_table(hashed), Some(slot));
-            assert_eq!(store.find(hashed), Some(slot));
-            assert_eq!(store.hashed(key).hash, hashed.hash);
-        }
-        let earliest = held
-            .iter()
-            .map(|&(_, deadline)| deadline)
-            .filter(|&deadline| deadline != Stamp::NEVER)
-            .min();
-        assert_eq!(
-            store.next_expiry(),
-            earliest.map(|deadline| store.timeline().instant(deadline.next())),
-            "the index's earliest entry is exact"
-        );
-        assert!(
-            store.deadlines.len() <= 2 * held.len() + 66,
-            "{}",
-            store.deadlines.len()
-        );
-        // The last claim's slot, if it still holds a record, holds a record found by its
-        // key; a key not held is never found through it.
-        if let Some(record) = store.slots.get(store.recent) {
-            let key = std::str::from_utf8(record.key_bytes()).unwrap();
-            assert_eq!(store.recent(key), Some(store.recent));
-        }
-        for key in KEYS {
-            let hashed = HashedKey::new(&store.hasher, key);
-            assert_eq!(store.find(hashed), store.find_in_table(hashed), "{key}");
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-
-        #[test]
-        fn the_structures_agree_after_any_sequence(ops in prop::collection::vec(op(), 1..80)) {
-            let mut store = Store::new().with_max_size(3).with_reclaim_grace(GRACE);
-            let mut now = Instant::now();
-            let mut tokens: HashMap<usize, Vec<ClaimToken>> = HashMap::new();
-            for op in ops {
-                match op {
-                    Op::Claim { key, lease } => {
-                        if let Ok(Claim::New(token) | Claim::Reclaimed(token)) =
-                            store.claim(KEYS[key], "fp", 1, lease, now)
-                        {
-                            tokens.entry(key).or_default().push(token);
-                        }
-                    }
-                    Op::Complete { key, ttl, stale } => {
-                        let held = tokens.get(&key).map(Vec::as_slice).unwrap_or_default();
-                        let token = if stale { held.first() } else { held.last() };
-                        if let Some(token) = token {
-                            let response = Response::new(200, "ok");
-                            let _ = store.complete(KEYS[key], token, response, ttl, now);
-                        }
-                    }
-                    Op::Release { key } => {
-                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
-                            let _ = store.release(KEYS[key], token, now);
-                        }
-                    }
-                    Op::Renew { key, lease } => {
-                        if let Some(token) = tokens.get(&key).and_then(|held| held.last()) {
-                            let _ = store.renew(KEYS[key], token, lease, now);
-                        }
-                    }
-                    Op::Advance(by) => now += by,
-                    Op::Purge => {
-                        let at = store.timeline.map_or(Stamp::UNSET, |line| line.stamp(now));
-                        let due = held(&store)
-                            .iter()
-                            .filter(|&&(_, deadline)| deadline < at)
-                            .count();
-                        prop_assert_eq!(store.purge_expired(now), due);
-                        prop_assert!(held(&store).iter().all(|&(_, deadline)| at <= deadline));
-                    }
-                }
-                check(&store);
-            }
-        }
     }
 }

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use idemkit_core::{
-    AsyncIdempotency, Backend, BlockingBackend, Error, Event, Fingerprint, Idempotency, Key,
-    Outcome, Policy, RunError,
+    AsyncIdempotency, Backend, BlockingBackend, Event, Fingerprint, Idempotency, Key, Outcome,
+    Policy, RunError,
 };
 
 use crate::backend::{Async, Blocking, ConformanceBackend, Inspect};
@@ -28,8 +28,8 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     /// only telling it (the blocking executor's [`Lease::is_lost`](idemkit_core::Lease)).
     const CANCELS: bool;
 
-    /// An executor over `backend` with `policy`, or the error its constructor returned.
-    fn with_policy(backend: Self::Backend, policy: Policy) -> Result<Self, Error>;
+    /// An executor over `backend` with `policy`.
+    fn with_policy(backend: Self::Backend, policy: Policy) -> Self;
 
     /// This executor, reporting every run's event to `observer`.
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self;
@@ -54,7 +54,7 @@ impl<B: BlockingBackend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
 
     const CANCELS: bool = false;
 
-    fn with_policy(backend: Blocking<B>, policy: Policy) -> Result<Self, Error> {
+    fn with_policy(backend: Blocking<B>, policy: Policy) -> Self {
         Idempotency::with_policy(backend.0, policy)
     }
 
@@ -80,7 +80,7 @@ impl<B: Backend + Inspect + Clone> ConformanceExecutor for AsyncIdempotency<B> {
 
     const CANCELS: bool = true;
 
-    fn with_policy(backend: Async<B>, policy: Policy) -> Result<Self, Error> {
+    fn with_policy(backend: Async<B>, policy: Policy) -> Self {
         AsyncIdempotency::with_policy(backend.0, policy)
     }
 

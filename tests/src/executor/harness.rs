@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_lite::future;
-use idemkit_core::{Error, Event, Fingerprint, Key, ManualClock, Policy};
+use idemkit_core::{Error, Event, Fingerprint, Key, ManualClock, Policy, PolicyBuilder};
 
 use crate::executor::conformance_executor::{ConformanceExecutor, RunResult};
 use crate::executor::op::Op;
@@ -31,10 +31,12 @@ impl Setup {
         Setup { policy, ..self }
     }
 
-    /// This setup with its policy changed by `change`.
+    /// This setup with its policy changed by `change` (which must leave it valid).
     #[must_use]
-    pub fn with_policy(self, change: impl FnOnce(Policy) -> Policy) -> Setup {
-        let policy = change(self.policy.clone());
+    pub fn with_policy(self, change: impl FnOnce(PolicyBuilder) -> PolicyBuilder) -> Setup {
+        let policy = change(self.policy.to_builder())
+            .build()
+            .expect("a vector's policy is valid");
         self.policy(policy)
     }
 
@@ -123,7 +125,7 @@ impl<T: Target> Harness<T> {
         observer_panics: bool,
     ) -> Result<Harness<T>, Error> {
         let executor =
-            T::Executor::with_policy(backend, policy)?.on_event(events.observer(observer_panics));
+            T::Executor::with_policy(backend, policy).on_event(events.observer(observer_panics));
         Ok(Harness {
             executor,
             events,

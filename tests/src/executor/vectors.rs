@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures_lite::FutureExt;
 use idemkit_core::{
-    Claim, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, Response,
-    RunError, State,
+    Claim, Decision, Error, Fingerprint, Heartbeat, Key, OnStorageError, Policy, PolicyBuilder,
+    Response, RunError, State,
 };
 
 use crate::backend::ConformanceBackend;
@@ -51,7 +51,7 @@ fn fingerprint(name: &str) -> Fingerprint {
     Fingerprint::new(["POST", "/charges", name])
 }
 
-fn with_policy(setup: Setup, change: impl FnOnce(Policy) -> Policy) -> Setup {
+fn with_policy(setup: Setup, change: impl FnOnce(PolicyBuilder) -> PolicyBuilder) -> Setup {
     setup.with_policy(change)
 }
 
@@ -190,7 +190,7 @@ pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: ManualTime>() {
     let lease = Duration::from_secs(30);
     // A wait longer than the check below allows: waiting it out fails the vector.
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(lease).with_wait_timeout(3 * GENEROUS)
+        p.lease_ttl(lease).wait_timeout(3 * GENEROUS)
     }));
     let (key, request, probe) = (key("lapses"), fingerprint("a"), Probe::new());
     let crashed = match h
@@ -229,8 +229,8 @@ pub async fn a_waiting_duplicate_reclaims_a_lease_that_lapses<T: ManualTime>() {
 pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: ManualTime>() {
     let wait_timeout = Duration::from_millis(100);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(Duration::from_secs(30))
-            .with_wait_timeout(wait_timeout)
+        p.lease_ttl(Duration::from_secs(30))
+            .wait_timeout(wait_timeout)
     }));
     let (key, request, probe, gate) =
         (key("too-long"), fingerprint("a"), Probe::new(), Gate::new());
@@ -274,7 +274,7 @@ pub async fn a_duplicate_that_waits_too_long_is_told_when_to_retry<T: ManualTime
 /// once completed and while in flight, and never given the stored response.
 pub async fn another_request_with_the_key_is_refused<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_wait_timeout(Duration::from_secs(1))
+        p.wait_timeout(Duration::from_secs(1))
     }));
     let (a, b, probe) = (
         fingerprint("amount=100"),
@@ -292,7 +292,13 @@ pub async fn another_request_with_the_key_is_refused<T: Target>() {
         matches!(refused, Err(RunError::PayloadMismatch)),
         "{refused:?}"
     );
-    let v2 = h.sibling(h.policy().clone().with_fingerprint_version(2));
+    let v2 = h.sibling(
+        h.policy()
+            .to_builder()
+            .fingerprint_version(2)
+            .build()
+            .expect("a valid policy"),
+    );
     let refused = v2.run(&done, &a, Op::respond(&probe, 200, "a, v2")).await;
     assert!(
         matches!(refused, Err(RunError::PayloadMismatch)),
@@ -331,8 +337,7 @@ pub async fn another_request_with_the_key_is_refused<T: Target>() {
 pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: ManualTime>() {
     let lease = Duration::from_secs(30);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(lease)
-            .with_wait_timeout(Duration::from_millis(50))
+        p.lease_ttl(lease).wait_timeout(Duration::from_millis(50))
     }));
     let (key, request, probe) = (key("crashed"), fingerprint("a"), Probe::new());
     let crashed = match h
@@ -375,7 +380,7 @@ pub async fn a_crashed_owner_is_reclaimed_after_its_lease<T: ManualTime>() {
 /// A 500 is returned but not stored: the claim is released and the retry runs again.
 pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_wait_timeout(Duration::ZERO)
+        p.wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("five-hundred"), fingerprint("a"), Probe::new());
     for attempt in 1..=2 {
@@ -401,7 +406,7 @@ pub async fn an_uncacheable_response_is_not_stored<T: Target>() {
 pub async fn an_error_releases_the_claim<T: Target>() {
     // No waiting: a claim left behind would answer InProgress at once.
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_wait_timeout(Duration::ZERO)
+        p.wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("error"), fingerprint("a"), Probe::new());
     let failed = h
@@ -429,7 +434,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 /// A panic releases the claim and continues to the caller: the retry runs at once.
 pub async fn a_panic_releases_the_claim<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_wait_timeout(Duration::ZERO)
+        p.wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe) = (key("panic"), fingerprint("a"), Probe::new());
     let panicked = AssertUnwindSafe(h.run(
@@ -459,9 +464,9 @@ pub async fn heartbeats_keep_a_slow_run_claimed<T: Target>() {
     // Renewed every 200 ms: a beat may run up to 400 ms late on a loaded machine
     // before the lease lapses.
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(Duration::from_millis(600))
-            .with_heartbeat(Heartbeat::Auto)
-            .with_wait_timeout(GENEROUS)
+        p.lease_ttl(Duration::from_millis(600))
+            .heartbeat(Heartbeat::Auto)
+            .wait_timeout(GENEROUS)
     }));
     let (key, request, probe) = (key("slow"), fingerprint("a"), Probe::new());
     let slow = Op::respond(&probe, 200, "slow").working(Duration::from_millis(1_500));
@@ -485,8 +490,8 @@ pub async fn heartbeats_keep_a_slow_run_claimed<T: Target>() {
 /// nothing is stored.
 pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(Duration::from_millis(300))
-            .with_heartbeat(Heartbeat::Auto)
+        p.lease_ttl(Duration::from_millis(300))
+            .heartbeat(Heartbeat::Auto)
     }));
     let (key, request, probe, gate) = (key("lost"), fingerprint("a"), Probe::new(), Gate::new());
     let run = h.spawn(
@@ -527,7 +532,7 @@ pub async fn a_heartbeat_that_cannot_renew_loses_the_lease<T: Target>() {
 pub async fn a_run_taken_over_returns_its_response_unstored<T: ManualTime>() {
     let lease = Duration::from_secs(30);
     let (h, clock) = manual::<T>(with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(lease).with_heartbeat(Heartbeat::Off)
+        p.lease_ttl(lease).heartbeat(Heartbeat::Off)
     }));
     let (key, request, probe, gate) = (key("taken"), fingerprint("a"), Probe::new(), Gate::new());
     let run = h.spawn(
@@ -579,7 +584,7 @@ pub async fn a_full_store_fails_closed_or_open<T: ExactCapacity>() {
     assert_eq!(closed.events()[0].decision, Decision::StorageFailed);
 
     let open = real::<T>(with_policy(Setup::default().max_size(0), |p| {
-        p.with_on_storage_error(OnStorageError::FailOpen)
+        p.on_storage_error(OnStorageError::FailOpen)
     }));
     for attempt in 1..=2 {
         let ran = open
@@ -610,9 +615,7 @@ pub async fn a_full_store_fails_closed_or_open<T: ExactCapacity>() {
 /// Each run reports exactly one event, with its decision, the hashed key, the
 /// fingerprint version and its latency, and never the raw key.
 pub async fn every_run_reports_one_event_without_the_raw_key<T: Target>() {
-    let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_fingerprint_version(7)
-    }));
+    let h = real::<T>(with_policy(Setup::default(), |p| p.fingerprint_version(7)));
     let raw = "raw-client-key-8c1f-do-not-log";
     let other_raw = "another-raw-client-key-3e7a";
     let (key, other) = (
@@ -672,7 +675,8 @@ pub async fn a_panicking_observer_does_not_break_the_run<T: Target>() {
     );
 }
 
-/// A heartbeat interval that is not shorter than the lease is refused, with the reason.
+/// A heartbeat interval that is not shorter than the lease is refused, with the reason,
+/// when the policy is built: an executor is only ever given a valid one.
 pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
     let lease = Duration::from_secs(3);
     // Not shorter than the lease, zero, or under the floor (it would spin on the store).
@@ -684,25 +688,23 @@ pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
         Duration::from_nanos(1),
         under_the_floor,
     ] {
-        let setup = with_policy(Setup::default(), |p| {
-            p.with_lease_ttl(lease)
-                .with_heartbeat(Heartbeat::Every(every))
-        });
-        match try_real::<T>(setup) {
-            Err(Error::InvalidPolicy(why)) => assert!(why.contains("heartbeat"), "{why}"),
-            Err(other) => panic!("expected InvalidPolicy, got {other:?}"),
+        let built = Policy::builder()
+            .lease_ttl(lease)
+            .heartbeat(Heartbeat::Every(every))
+            .build();
+        match built {
+            Err(error) => assert_eq!(error.setting(), "heartbeat", "{error}"),
             Ok(_) => panic!("a heartbeat every {every:?} on a {lease:?} lease was accepted"),
         }
     }
     // Auto on a lease too short for the floor is refused too: 3 ns would renew every 1 ns.
-    let tiny = with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(Duration::from_nanos(3))
-            .with_heartbeat(Heartbeat::Auto)
-    });
-    assert!(matches!(try_real::<T>(tiny), Err(Error::InvalidPolicy(_))));
+    let tiny = Policy::builder()
+        .lease_ttl(Duration::from_nanos(3))
+        .heartbeat(Heartbeat::Auto)
+        .build();
+    assert!(tiny.is_err());
     let fine = with_policy(Setup::default(), |p| {
-        p.with_lease_ttl(lease)
-            .with_heartbeat(Heartbeat::Every(lease / 2))
+        p.lease_ttl(lease).heartbeat(Heartbeat::Every(lease / 2))
     });
     assert!(try_real::<T>(fine).is_ok());
 }
@@ -711,7 +713,7 @@ pub async fn a_heartbeat_not_shorter_than_the_lease_is_refused<T: Target>() {
 /// run reports exactly one event (`HandlerFailed`), and the panic reaches the caller.
 pub async fn a_panicking_cacheable_predicate_releases_and_reports_one_event<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_cacheable(|response: &Response| {
+        p.cacheable(|response: &Response| {
             assert_ne!(response.status, 299, "the predicate exploded");
             true
         })
@@ -742,7 +744,7 @@ pub async fn a_panicking_cacheable_predicate_releases_and_reports_one_event<T: T
 /// once. Does nothing for the blocking executor, whose runs cannot be dropped.
 pub async fn a_dropped_run_releases_its_claim<T: Target>() {
     let h = real::<T>(with_policy(Setup::default(), |p| {
-        p.with_wait_timeout(Duration::ZERO)
+        p.wait_timeout(Duration::ZERO)
     }));
     let (key, request, probe, gate) = (key("dropped"), fingerprint("a"), Probe::new(), Gate::new());
     let op = Op::respond(&probe, 200, "never").held_by(&gate);

@@ -124,13 +124,14 @@ pub async fn serve(options: Options) -> Result<(), String> {
 /// The idempotency layer the options describe. Its scope is the `X-Identity` header; a
 /// request without one is an anonymous caller, in a namespace of its own.
 fn layer(options: &Options, store: &store::Store) -> Result<IdempotencyLayer<DynBackend>, String> {
-    let mut policy = Policy::default();
+    let mut policy = Policy::builder();
     if let Some(wait) = options.wait_timeout {
-        policy = policy.with_wait_timeout(wait);
+        policy = policy.wait_timeout(wait);
     }
     if let Some(lease) = options.lease_ttl {
-        policy = policy.with_lease_ttl(lease);
+        policy = policy.lease_ttl(lease);
     }
+    let policy = policy.build().map_err(|error| error.to_string())?;
     let mut builder = IdempotencyLayer::builder(store.backend())
         .require_key(options.require_key)
         .compat(options.compat)
