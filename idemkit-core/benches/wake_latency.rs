@@ -13,6 +13,7 @@ mod support;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use idemkit_core::BlockingBackend;
 use idemkit_core::{Claim, InMemoryBackend, Response};
 use support::{BODY, FINGERPRINT, HELD_TTL, Keys, LEASE};
 
@@ -36,7 +37,7 @@ fn main() {
         let backend = backend.clone();
         std::thread::spawn(move || {
             for key in waiter_keys {
-                let record = backend.wait_for_completion_blocking(&key, WAIT_TIMEOUT);
+                let record = backend.wait_for_completion(&key, WAIT_TIMEOUT).unwrap();
                 let now = Instant::now();
                 woken_at
                     .send((record.is_some(), now))
@@ -60,7 +61,11 @@ fn main() {
         }
         std::thread::sleep(SETTLE);
         let before = Instant::now();
-        assert!(backend.complete(&key, &token, Response::new(200, BODY), HELD_TTL));
+        assert!(
+            backend
+                .complete(&key, &token, Response::new(200, BODY).into(), HELD_TTL)
+                .unwrap()
+        );
         let (completed, woken) = wake_times.recv().expect("the waiter answers");
         assert!(completed, "the waiter on {key} saw no completion");
         latencies.push(woken.saturating_duration_since(before));

@@ -11,6 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+use idemkit_core::BlockingBackend;
 use idemkit_core::{Claim, Error, InMemoryBackend, Response};
 
 const THREADS: usize = 8;
@@ -30,13 +31,16 @@ fn handle(
             runs.fetch_add(1, Ordering::SeqCst);
             thread::sleep(Duration::from_millis(100)); // the operation itself
             let response = Response::new(200, format!("receipt from thread {id}"));
-            let stored = backend.complete(KEY, &token, response.clone(), KEEP_RESULT);
+            let stored = backend
+                .complete(KEY, &token, response.clone().into(), KEEP_RESULT)
+                .unwrap();
             assert!(stored, "nobody else may take over a live lease");
             Ok(("ran the operation", response))
         }
         Claim::InFlight(_) => {
             let record = backend
-                .wait_for_completion_blocking(KEY, Duration::from_secs(10))
+                .wait_for_completion(KEY, Duration::from_secs(10))
+                .unwrap()
                 .expect("the run in flight completes well within 10 s");
             Ok(("waited, then replayed", record.response().cloned().unwrap()))
         }

@@ -22,9 +22,10 @@
 //!
 //! - **The store** ([`Store`]) is the state machine, sans-IO: every call that depends on
 //!   time takes `now`, and nothing inside reads a clock, locks, spawns or sleeps.
-//! - **The backends**: the traits [`Backend`] (async) and [`BlockingBackend`] are what an
-//!   executor needs from a store; [`DynBackend`] is one chosen at run time. The
-//!   [`InMemoryBackend`] implements both: a sharded store with per-key wake-ups for
+//! - **The backends**: [`Backend`] is the one trait a backend implements, what an
+//!   executor needs from a store; every `Backend` is also a [`BlockingBackend`] for
+//!   blocking code, and [`DynBackend`] is one chosen at run time. The
+//!   [`InMemoryBackend`] is a sharded store with per-key wake-ups for
 //!   waiters, one type for threads and tasks, whatever its clock. It is built from the
 //!   store's public parts only ([`KeyHasher`] to route a key once, [`SharedCapacity`] for
 //!   one exact limit, [`Store::watch_hashed`] for waiters), so a backend of your own can
@@ -72,7 +73,9 @@ mod rt;
 mod store;
 mod token;
 
-pub use backend::{Backend, BlockingBackend, DynBackend, Operator, PollSchedule, StoreStats};
+pub use backend::{
+    Backend, BlockingBackend, DynBackend, Operator, PollSchedule, StoreStats, in_blocking_call,
+};
 pub use bytes::Bytes;
 pub use claim::Claim;
 pub use error::{ConfigError, Error, StorageSource};
@@ -83,7 +86,7 @@ pub use exec::{
 #[cfg(feature = "http")]
 pub use http::InvalidHttpResponse;
 pub use key::{Fingerprint, Key};
-pub use memory::{Builder, InMemoryBackend};
+pub use memory::{InMemoryBackend, InMemoryBuilder};
 pub use random::{OsRandom, RandomSource, SeededRandom};
 pub use record::{Record, State};
 pub use response::Response;

@@ -10,6 +10,7 @@ mod counting_allocator;
 
 use std::time::Duration;
 
+use idemkit_core::BlockingBackend;
 use idemkit_core::{Claim, InMemoryBackend, ManualClock, Response};
 
 use counting_allocator::{Counting, live_bytes};
@@ -28,7 +29,11 @@ fn fill(backend: &InMemoryBackend, prefix: &str, count: usize, ttl: Duration) {
         let Ok(Claim::New(token)) = backend.claim(&key, "fp", 1, LEASE) else {
             panic!("{key} is new");
         };
-        assert!(backend.complete(&key, &token, Response::new(200, "ok"), ttl));
+        assert!(
+            backend
+                .complete(&key, &token, Response::new(200, "ok").into(), ttl)
+                .unwrap()
+        );
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use idemkit_core::BlockingBackend;
 use idemkit_core::{
     Claim, ClaimToken, Clock, Error, InMemoryBackend, ManualClock, Record, Response, State,
 };
@@ -55,7 +56,7 @@ fn waiter(
 ) -> JoinHandle<(Option<Record>, Instant)> {
     let backend = backend.clone();
     thread::spawn(move || {
-        let record = backend.wait_for_completion_blocking(key, timeout);
+        let record = backend.wait_for_completion(key, timeout).unwrap();
         (record, Instant::now())
     })
 }
@@ -107,7 +108,7 @@ fn twenty_five_threads_racing_one_key_get_exactly_one_new() {
                 Claim::InFlight(record) => {
                     in_flight += 1;
                     // Every loser saw the winner's claim, whoever that turns out to be.
-                    let winner_record = backend.get(&format!("race-{round}")).unwrap();
+                    let winner_record = backend.get(&format!("race-{round}")).unwrap().unwrap();
                     assert_eq!(record.claim_token(), winner_record.claim_token());
                 }
                 other => panic!("round {round}: unexpected {other:?}"),
@@ -116,7 +117,7 @@ fn twenty_five_threads_racing_one_key_get_exactly_one_new() {
         let winner = winner.unwrap_or_else(|| panic!("round {round}: nobody won"));
         assert_eq!(in_flight, THREADS - 1);
         let key = format!("race-{round}");
-        assert_eq!(backend.get(&key).unwrap().claim_token(), &winner);
+        assert_eq!(backend.get(&key).unwrap().unwrap().claim_token(), &winner);
     }
     assert_eq!(backend.len(), ROUNDS);
 }
@@ -147,11 +148,16 @@ fn many_workers_over_many_keys_run_each_key_once_and_agree_on_its_result() {
                             runs[key].fetch_add(1, Ordering::SeqCst);
                             thread::yield_now();
                             let response = Response::new(200, body_of(key));
-                            assert!(backend.complete(&name, &token, response, TTL));
-                            backend.get(&name).expect("just completed")
+                            assert!(
+                                backend
+                                    .complete(&name, &token, response.into(), TTL)
+                                    .unwrap()
+                            );
+                            backend.get(&name).unwrap().expect("just completed")
                         }
                         Claim::InFlight(_) => backend
-                            .wait_for_completion_blocking(&name, LONG_WAIT)
+                            .wait_for_completion(&name, LONG_WAIT)
+                            .unwrap()
                             .unwrap_or_else(|| panic!("{name}: wait ended without a result")),
                         Claim::Completed(record) => record,
                         Claim::Reclaimed(_) => panic!("{name}: no lease should lapse here"),
@@ -174,7 +180,7 @@ fn many_workers_over_many_keys_run_each_key_once_and_agree_on_its_result() {
         );
     }
     for (key, response) in seen.iter().flatten() {
-        let stored = backend.get(&format!("job-{key}")).unwrap();
+        let stored = backend.get(&format!("job-{key}")).unwrap().unwrap();
         assert!(
             Arc::ptr_eq(response, stored.shared_response().unwrap()),
             "key {key}: a worker saw a different response"
@@ -195,12 +201,16 @@ fn a_waiter_wakes_promptly_on_complete() {
     let_waiter_settle(&backend);
 
     let completed_at = Instant::now();
-    assert!(backend.complete("k", &token, Response::new(200, "done"), TTL));
+    assert!(
+        backend
+            .complete("k", &token, Response::new(200, "done").into(), TTL)
+            .unwrap()
+    );
     let (record, returned_at) = waiting.join().unwrap();
 
     let record = record.expect("the waiter gets the result");
     assert_eq!(record.response().unwrap().body, "done");
-    let stored = backend.get("k").unwrap();
+    let stored = backend.get("k").unwrap().unwrap();
     assert!(Arc::ptr_eq(
         record.shared_response().unwrap(),
         stored.shared_response().unwrap()
@@ -218,7 +228,7 @@ fn a_waiter_wakes_promptly_on_release() {
     let_waiter_settle(&backend);
 
     let released_at = Instant::now();
-    assert!(backend.release("k", &token));
+    assert!(backend.release("k", &token).unwrap());
     let (record, returned_at) = waiting.join().unwrap();
 
     assert!(record.is_none(), "a released key has no result: {record:?}");
@@ -241,7 +251,11 @@ fn a_waiter_follows_a_reclaim_to_the_new_claims_result() {
         panic!("expected a reclaim");
     };
     let completed_at = Instant::now();
-    assert!(backend.complete("k", &token, Response::new(200, "second try"), TTL));
+    assert!(
+        backend
+            .complete("k", &token, Response::new(200, "second try").into(), TTL)
+            .unwrap()
+    );
     let (record, returned_at) = waiting.join().unwrap();
 
     let record = record.expect("the waiter gets the new claim's result");
@@ -285,7 +299,7 @@ fn a_wait_on_a_claim_that_never_completes_honours_its_timeout() {
     let timeout = Duration::from_millis(300);
 
     let started = Instant::now();
-    let record = backend.wait_for_completion_blocking("k", timeout);
+    let record = backend.wait_for_completion("k", timeout).unwrap();
     let waited = started.elapsed();
     assert!(record.is_none(), "{record:?}");
     assert!(waited >= timeout, "gave up after {waited:?}");
@@ -300,14 +314,20 @@ fn waits_return_at_once_for_no_record_a_result_or_a_lapsed_lease() {
 
     assert!(
         backend
-            .wait_for_completion_blocking("nothing", LONG_WAIT)
+            .wait_for_completion("nothing", LONG_WAIT)
+            .unwrap()
             .is_none()
     );
 
     let token = claim_new(&backend, "done", LEASE);
-    assert!(backend.complete("done", &token, Response::new(200, "x"), TTL));
+    assert!(
+        backend
+            .complete("done", &token, Response::new(200, "x").into(), TTL)
+            .unwrap()
+    );
     let record = backend
-        .wait_for_completion_blocking("done", LONG_WAIT)
+        .wait_for_completion("done", LONG_WAIT)
+        .unwrap()
         .unwrap();
     assert_eq!(record.response().unwrap().body, "x");
 
@@ -316,7 +336,8 @@ fn waits_return_at_once_for_no_record_a_result_or_a_lapsed_lease() {
     clock.advance(Duration::from_secs(10) + Duration::from_nanos(1));
     assert!(
         backend
-            .wait_for_completion_blocking("lapsed", LONG_WAIT)
+            .wait_for_completion("lapsed", LONG_WAIT)
+            .unwrap()
             .is_none()
     );
 
@@ -360,7 +381,7 @@ fn two_hundred_waiters_all_wake_on_one_completion() {
             let all_started = all_started.clone();
             thread::spawn(move || {
                 all_started.wait();
-                backend.wait_for_completion_blocking("k", LONG_WAIT)
+                backend.wait_for_completion("k", LONG_WAIT).unwrap()
             })
         })
         .collect();
@@ -368,11 +389,15 @@ fn two_hundred_waiters_all_wake_on_one_completion() {
     eventually("a parked waiter", || backend.watched_keys() == 1);
 
     let completed_at = Instant::now();
-    assert!(backend.complete("k", &token, Response::new(200, vec![7u8; 4096]), TTL));
+    assert!(
+        backend
+            .complete("k", &token, Response::new(200, vec![7u8; 4096]).into(), TTL)
+            .unwrap()
+    );
     let results: Vec<_> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
     let took = completed_at.elapsed();
 
-    let stored = backend.get("k").unwrap();
+    let stored = backend.get("k").unwrap().unwrap();
     for (i, record) in results.iter().enumerate() {
         let record = record
             .as_ref()
@@ -405,12 +430,16 @@ fn a_manual_clock_drives_leases_without_sleeping() {
     let Ok(Claim::Reclaimed(new)) = backend.claim("k", "fp", 1, LEASE) else {
         panic!("expected a reclaim");
     };
-    assert!(!backend.complete("k", &old, Response::new(200, "late"), TTL));
-    assert!(!backend.renew("k", &old, LEASE));
+    assert!(
+        !backend
+            .complete("k", &old, Response::new(200, "late").into(), TTL)
+            .unwrap()
+    );
+    assert!(!backend.renew("k", &old, LEASE).unwrap());
 
     // Renewing keeps the new lease live past its first end.
     clock.advance(LEASE - Duration::from_secs(1));
-    assert!(backend.renew("k", &new, LEASE));
+    assert!(backend.renew("k", &new, LEASE).unwrap());
     clock.advance(Duration::from_secs(2));
     assert!(matches!(
         backend.claim("k", "fp", 1, LEASE),
@@ -422,13 +451,17 @@ fn a_manual_clock_drives_leases_without_sleeping() {
 fn a_manual_clock_drives_ttls_without_sleeping() {
     let (backend, clock) = manual_backend();
     let token = claim_new(&backend, "k", LEASE);
-    assert!(backend.complete(
-        "k",
-        &token,
-        Response::new(200, "x"),
-        Duration::from_secs(60)
-    ));
-    let record = backend.get("k").unwrap();
+    assert!(
+        backend
+            .complete(
+                "k",
+                &token,
+                Response::new(200, "x").into(),
+                Duration::from_secs(60)
+            )
+            .unwrap()
+    );
+    let record = backend.get("k").unwrap().unwrap();
     assert_eq!(record.completed_at(), Some(clock.now()));
     assert_eq!(
         record.expires_at(),
@@ -441,7 +474,7 @@ fn a_manual_clock_drives_ttls_without_sleeping() {
         Ok(Claim::Completed(_))
     ));
     clock.advance(Duration::from_nanos(1));
-    assert!(backend.get("k").is_none());
+    assert!(backend.get("k").unwrap().is_none());
     claim_new(&backend, "k", LEASE);
 }
 
@@ -460,11 +493,14 @@ fn a_manual_clock_drives_the_reclaim_grace() {
 
     clock.advance(Duration::from_secs(15));
     assert_eq!(backend.purge_expired(), 0);
-    assert!(backend.get("k").is_some(), "kept through the grace");
+    assert!(
+        backend.get("k").unwrap().is_some(),
+        "kept through the grace"
+    );
     clock.advance(Duration::from_nanos(1));
-    assert!(backend.get("k").is_none());
+    assert!(backend.get("k").unwrap().is_none());
     // Release is judged by the backend's clock too: past the grace, the claim is gone.
-    assert!(!backend.release("k", &token));
+    assert!(!backend.release("k", &token).unwrap());
     assert_eq!(
         backend.purge_expired(),
         1,
@@ -536,7 +572,7 @@ fn slots_freed_by_racing_releases_are_never_lost_to_a_claim() {
                     }
                     if held.len() == HELD {
                         let (key, token) = held.pop_front().unwrap();
-                        assert!(backend.release(&key, &token));
+                        assert!(backend.release(&key, &token).unwrap());
                     }
                 }
                 held.len()
@@ -567,12 +603,13 @@ fn a_full_backend_is_cured_by_expired_records_in_other_shards() {
     for i in 0..MAX {
         let key = format!("old-{i}");
         let token = claim_new(&backend, &key, LEASE);
-        assert!(backend.complete(
+        let stored = backend.complete(
             &key,
             &token,
-            Response::new(200, "x"),
-            Duration::from_secs(1)
-        ));
+            Response::new(200, "x").into(),
+            Duration::from_secs(1),
+        );
+        assert!(stored.unwrap());
     }
     assert!(matches!(
         backend.claim("new-0", "fp", 1, LEASE),
@@ -600,8 +637,15 @@ fn a_backend_is_send_sync_and_its_clones_share_one_store() {
     let backend = InMemoryBackend::default();
     let clone = backend.clone();
     let token = claim_new(&backend, "k", LEASE);
-    assert!(clone.complete("k", &token, Response::new(200, "shared"), TTL));
-    assert_eq!(backend.get("k").unwrap().response().unwrap().body, "shared");
+    assert!(
+        clone
+            .complete("k", &token, Response::new(200, "shared").into(), TTL)
+            .unwrap()
+    );
+    assert_eq!(
+        backend.get("k").unwrap().unwrap().response().unwrap().body,
+        "shared"
+    );
     assert_eq!(clone.len(), 1);
 }
 
@@ -634,7 +678,9 @@ fn waiter_entries_never_outlive_two_waits_that_end_together() {
             thread::spawn(move || {
                 for key in keys.iter() {
                     together.wait();
-                    let got = backend.wait_for_completion_blocking(key, Duration::from_micros(100));
+                    let got = backend
+                        .wait_for_completion(key, Duration::from_micros(100))
+                        .unwrap();
                     assert!(got.is_none(), "{key} never completes");
                 }
             })
@@ -644,7 +690,7 @@ fn waiter_entries_never_outlive_two_waits_that_end_together() {
         let (backend, done) = (backend.clone(), done.clone());
         thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                let _ = backend.get("key-0");
+                let _ = backend.get("key-0").unwrap().unwrap();
                 thread::yield_now();
             }
         })

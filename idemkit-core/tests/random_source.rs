@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use idemkit_core::BlockingBackend;
 use idemkit_core::{
     Claim, ClaimToken, Error, InMemoryBackend, RandomSource, RandomSourceError, SeededRandom, Store,
 };

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use idemkit_core::{
-    BlockingBackend, Claim, ClaimToken, Decision, Error, Event, Fingerprint, Heartbeat,
-    Idempotency, InMemoryBackend, Key, ManualClock, OnStorageError, Policy, Record, Response,
-    RunError, Unstored,
+    Backend, Claim, ClaimToken, Decision, Error, Event, Fingerprint, Heartbeat, Idempotency,
+    InMemoryBackend, Key, ManualClock, OnStorageError, Policy, Record, Response, RunError, Timer,
+    Unstored,
 };
 
 const LEASE: Duration = Duration::from_secs(5);
@@ -26,14 +26,20 @@ fn down() -> Error {
     Error::storage(std::io::Error::other("the store went away"))
 }
 
-impl BlockingBackend for Flaky {
-    fn claim(&self, key: &str, fp: &str, version: u32, lease: Duration) -> Result<Claim, Error> {
+impl Backend for Flaky {
+    async fn claim(
+        &self,
+        key: &str,
+        fp: &str,
+        version: u32,
+        lease: Duration,
+    ) -> Result<Claim, Error> {
         if self.fail_claim.load(Ordering::SeqCst) {
             return Err(down());
         }
-        self.inner.claim(key, fp, version, lease)
+        self.inner.claim(key, fp, version, lease).await
     }
-    fn complete(
+    async fn complete(
         &self,
         key: &str,
         token: &ClaimToken,
@@ -43,30 +49,34 @@ impl BlockingBackend for Flaky {
         if self.fail_complete.load(Ordering::SeqCst) {
             return Err(down());
         }
-        Ok(self.inner.complete(key, token, response, ttl))
+        self.inner.complete(key, token, response, ttl).await
     }
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        Ok(self.inner.release(key, token))
+    async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+        self.inner.release(key, token).await
     }
-    fn renew(&self, key: &str, token: &ClaimToken, lease: Duration) -> Result<bool, Error> {
-        Ok(self.inner.renew(key, token, lease))
+    async fn renew(&self, key: &str, token: &ClaimToken, lease: Duration) -> Result<bool, Error> {
+        self.inner.renew(key, token, lease).await
     }
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        Ok(self.inner.wait_for_completion_blocking(key, timeout))
+    async fn wait_for_completion(
+        &self,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Option<Record>, Error> {
+        self.inner.wait_for_completion(key, timeout).await
     }
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        Ok(self.inner.get(key))
+    async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+        self.inner.get(key).await
     }
     fn now(&self) -> Instant {
         self.inner.now()
     }
+    fn timer(&self) -> Arc<dyn Timer> {
+        self.inner.timer()
+    }
 }
 
 /// An executor over `backend` whose events land in the returned list.
-fn recorded<B: BlockingBackend>(
-    backend: B,
-    policy: Policy,
-) -> (Idempotency<B>, Arc<Mutex<Vec<Event>>>) {
+fn recorded<B: Backend>(backend: B, policy: Policy) -> (Idempotency<B>, Arc<Mutex<Vec<Event>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&events);
     let executor = Idempotency::with_policy(backend, policy)
@@ -126,7 +136,9 @@ fn a_response_fenced_out_by_a_takeover_says_so() {
         .run(&key, &fp, |_| {
             // The lease lapses mid-run and another executor takes the key over.
             clock.advance(LEASE * 2);
-            let claim = backend.claim(key.as_str(), fp.as_str(), 1, LEASE).unwrap();
+            let claim =
+                idemkit_core::BlockingBackend::claim(&backend, key.as_str(), fp.as_str(), 1, LEASE)
+                    .unwrap();
             assert!(matches!(claim, Claim::Reclaimed(_)), "{claim:?}");
             made()
         })

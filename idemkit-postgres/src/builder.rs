@@ -150,7 +150,8 @@ impl Builder {
     /// park the calling thread).
     pub fn build_blocking(self) -> Result<PostgresBackend, BuildError> {
         let spawner = Spawner::current()?;
-        spawner.clone().block_on(self.build_on(spawner))
+        let build = spawner.in_context(self.build_on(spawner.clone()));
+        futures_lite::future::block_on(build)
     }
 
     async fn build_on(self, spawner: Spawner) -> Result<PostgresBackend, BuildError> {

@@ -48,17 +48,38 @@ impl Spawner {
         }
     }
 
-    /// Runs `future` to completion on this thread, in the context of the runtime the
-    /// backend was built in (so that connections sqlx opens meanwhile belong to it).
-    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
-        match self {
+    /// `future`, polled in the context of the runtime the backend was built in, so that
+    /// connections sqlx opens meanwhile belong to it even when a thread outside any
+    /// runtime polls it (a blocking caller).
+    pub(crate) fn in_context<F: Future>(&self, future: F) -> InContext<F> {
+        InContext {
+            spawner: self.clone(),
+            future: Box::pin(future),
+        }
+    }
+}
+
+/// A future polled inside its backend's runtime: see [`Spawner::in_context`].
+pub(crate) struct InContext<F> {
+    spawner: Spawner,
+    future: std::pin::Pin<Box<F>>,
+}
+
+impl<F: Future> Future for InContext<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        match &self.spawner {
             #[cfg(feature = "tokio")]
             Spawner::Tokio(handle) => {
                 let _context = handle.enter();
-                futures_lite::future::block_on(future)
+                self.future.as_mut().poll(cx)
             }
             #[cfg(feature = "smol")]
-            Spawner::Smol => futures_lite::future::block_on(future),
+            Spawner::Smol => self.future.as_mut().poll(cx),
         }
     }
 }
@@ -75,6 +96,19 @@ pub(crate) enum Timers {
 #[cfg(feature = "tokio")]
 fn on_tokio(timers: Timers) -> bool {
     timers == Timers::Auto && tokio::runtime::Handle::try_current().is_ok()
+}
+
+impl Timers {
+    /// The timers for the calling context: [`Timers::Independent`] for a thread blocked in
+    /// a `BlockingBackend` call (it may be outside any runtime, or on one of its
+    /// threads), [`Timers::Auto`] for async code.
+    pub(crate) fn for_caller() -> Timers {
+        if idemkit_core::in_blocking_call() {
+            Timers::Independent
+        } else {
+            Timers::Auto
+        }
+    }
 }
 
 /// A time limit ran out.

@@ -1,19 +1,23 @@
-//! The core's backend traits over [`PostgresBackend`]'s operations: async code (tokio,
-//! smol) and blocking code share one backend, one pool and one listener.
+//! The core's backend trait over [`PostgresBackend`]'s operations: async code (tokio,
+//! smol) and blocking code (through `BlockingBackend`) share one backend, one pool and
+//! one listener.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Error, Record, Response, Timer};
+use idemkit_core::{Backend, Claim, ClaimToken, Error, Record, Response, Timer};
 
 use crate::backend::PostgresBackend;
 use crate::handoff::handoff;
 use crate::run_transaction;
 use crate::runtime::{Timers, timer};
 
-/// Async code: each operation one statement (a wait, as many reads as it takes), bounded
-/// by the operation timeout. A dropped future abandons its statement: the server may
-/// still carry it out, as with any lost reply.
+/// Each operation is one statement (a wait, as many reads as it takes), bounded by the
+/// operation timeout, and polled in the context of the backend's runtime. A dropped
+/// future abandons its statement: the server may still carry it out, as with any lost
+/// reply. A blocking caller (through `BlockingBackend`) parks its thread until answered,
+/// on time limits that never depend on an async runtime's timer, so a call made where it
+/// should not be (on a runtime's own thread) still ends.
 impl Backend for PostgresBackend {
     async fn claim(
         &self,
@@ -22,15 +26,14 @@ impl Backend for PostgresBackend {
         fingerprint_version: u32,
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
-        self.inner
-            .claim(
-                key,
-                fingerprint,
-                fingerprint_version,
-                lease_ttl,
-                Timers::Auto,
-            )
-            .await
+        let claim = self.inner.claim(
+            key,
+            fingerprint,
+            fingerprint_version,
+            lease_ttl,
+            Timers::for_caller(),
+        );
+        self.inner.spawner.in_context(claim).await
     }
 
     async fn complete(
@@ -40,15 +43,15 @@ impl Backend for PostgresBackend {
         response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
-        run_transaction::complete(
+        let complete = run_transaction::complete(
             &self.inner,
             key,
             token,
             &response,
             expires_after,
-            Timers::Auto,
-        )
-        .await
+            Timers::for_caller(),
+        );
+        self.inner.spawner.in_context(complete).await
     }
 
     /// Carried out by a task on the backend's runtime, so that a caller who drops this
@@ -73,7 +76,10 @@ impl Backend for PostgresBackend {
         token: &ClaimToken,
         lease_ttl: Duration,
     ) -> Result<bool, Error> {
-        self.inner.renew(key, token, lease_ttl, Timers::Auto).await
+        let renew = self
+            .inner
+            .renew(key, token, lease_ttl, Timers::for_caller());
+        self.inner.spawner.in_context(renew).await
     }
 
     async fn wait_for_completion(
@@ -81,13 +87,15 @@ impl Backend for PostgresBackend {
         key: &str,
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
-        self.inner
-            .wait_for_completion(key, timeout, Timers::Auto)
-            .await
+        let wait = self
+            .inner
+            .wait_for_completion(key, timeout, Timers::for_caller());
+        self.inner.spawner.in_context(wait).await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        self.inner.get(key, Timers::Auto).await
+        let get = self.inner.get(key, Timers::for_caller());
+        self.inner.spawner.in_context(get).await
     }
 
     /// The local clock: records' instants are the database's mapped onto it, so leases
@@ -102,73 +110,5 @@ impl Backend for PostgresBackend {
 
     fn timer(&self) -> Arc<dyn Timer> {
         timer()
-    }
-}
-
-/// Blocking code: each call parks its thread until answered, within the operation
-/// timeout per statement, on timers that never depend on an async runtime.
-impl BlockingBackend for PostgresBackend {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        self.inner.spawner.block_on(self.inner.claim(
-            key,
-            fingerprint,
-            fingerprint_version,
-            lease_ttl,
-            Timers::Independent,
-        ))
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        self.inner.spawner.block_on(run_transaction::complete(
-            &self.inner,
-            key,
-            token,
-            &response,
-            expires_after,
-            Timers::Independent,
-        ))
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        run_transaction::discard(&self.inner, key, token);
-        self.inner
-            .spawner
-            .block_on(self.inner.release(key, token, Timers::Independent))
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        self.inner
-            .spawner
-            .block_on(self.inner.renew(key, token, lease_ttl, Timers::Independent))
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        self.inner.spawner.block_on(self.inner.wait_for_completion(
-            key,
-            timeout,
-            Timers::Independent,
-        ))
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        self.inner
-            .spawner
-            .block_on(self.inner.get(key, Timers::Independent))
-    }
-
-    fn now(&self) -> Instant {
-        Instant::now()
     }
 }

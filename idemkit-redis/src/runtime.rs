@@ -47,6 +47,19 @@ pub(crate) enum Timers {
     Independent,
 }
 
+impl Timers {
+    /// The timers for the calling context: [`Timers::Independent`] for a thread blocked in
+    /// a `BlockingBackend` call (it may be outside any runtime, or on one of its
+    /// threads), [`Timers::Auto`] for async code.
+    pub(crate) fn for_caller() -> Timers {
+        if idemkit_core::in_blocking_call() {
+            Timers::Independent
+        } else {
+            Timers::Auto
+        }
+    }
+}
+
 /// A time limit ran out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Elapsed;

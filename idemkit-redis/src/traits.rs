@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_lite::future::block_on;
-use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Clock, Error, Record, Response};
+use idemkit_core::{Backend, Claim, ClaimToken, Clock, Error, Record, Response};
 use idemkit_core::{Sleep, Timer};
 
 use crate::backend::RedisBackend;
@@ -45,7 +44,7 @@ impl Backend for RedisBackend {
                 fingerprint,
                 fingerprint_version,
                 lease_ttl,
-                Timers::Auto,
+                Timers::for_caller(),
             )
             .await
     }
@@ -58,7 +57,7 @@ impl Backend for RedisBackend {
         expires_after: Duration,
     ) -> Result<bool, Error> {
         self.inner
-            .complete(key, token, &response, expires_after, Timers::Auto)
+            .complete(key, token, &response, expires_after, Timers::for_caller())
             .await
     }
 
@@ -85,7 +84,9 @@ impl Backend for RedisBackend {
         token: &ClaimToken,
         lease_ttl: Duration,
     ) -> Result<bool, Error> {
-        self.inner.renew(key, token, lease_ttl, Timers::Auto).await
+        self.inner
+            .renew(key, token, lease_ttl, Timers::for_caller())
+            .await
     }
 
     async fn wait_for_completion(
@@ -94,12 +95,12 @@ impl Backend for RedisBackend {
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
         self.inner
-            .wait_for_completion(key, timeout, Timers::Auto)
+            .wait_for_completion(key, timeout, Timers::for_caller())
             .await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        self.inner.get(key, Timers::Auto).await
+        self.inner.get(key, Timers::for_caller()).await
     }
 
     /// The local clock: records' instants are the server's mapped onto it (see the
@@ -114,62 +115,5 @@ impl Backend for RedisBackend {
 
     fn timer(&self) -> Arc<dyn Timer> {
         Arc::new(RuntimeTimer)
-    }
-}
-
-/// Blocking code: each call parks its thread until answered, at most the command timeout
-/// per round trip. Its time limits never depend on an async runtime's timer, so a call
-/// made where it should not be (on a runtime's own thread) still ends.
-impl BlockingBackend for RedisBackend {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        block_on(self.inner.claim(
-            key,
-            fingerprint,
-            fingerprint_version,
-            lease_ttl,
-            Timers::Independent,
-        ))
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        block_on(
-            self.inner
-                .complete(key, token, &response, expires_after, Timers::Independent),
-        )
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        block_on(self.inner.release(key, token, Timers::Independent))
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        block_on(self.inner.renew(key, token, lease_ttl, Timers::Independent))
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        block_on(
-            self.inner
-                .wait_for_completion(key, timeout, Timers::Independent),
-        )
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        block_on(self.inner.get(key, Timers::Independent))
-    }
-
-    fn now(&self) -> Instant {
-        Instant::now()
     }
 }

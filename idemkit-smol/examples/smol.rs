@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use idemkit_smol::{Claim, Error, InMemoryBackend, Response, SmolTimer};
+use idemkit_smol::{Backend, Claim, Error, InMemoryBackend, Response, SmolTimer};
 
 const TASKS: usize = 8;
 const KEY: &str = "charge-42";
@@ -23,20 +23,20 @@ async fn handle(
     runs: &AtomicUsize,
     id: usize,
 ) -> Result<(&'static str, Response), Error> {
-    // The in-memory backend's operations never block: they are called inline.
-    match backend.claim(KEY, "amount=1000", 1, LEASE)? {
+    // The in-memory backend's operations never block: each is ready when first polled.
+    match backend.claim(KEY, "amount=1000", 1, LEASE).await? {
         Claim::New(token) | Claim::Reclaimed(token) => {
             runs.fetch_add(1, Ordering::SeqCst);
             smol::Timer::after(Duration::from_millis(100)).await; // the operation itself
             let response = Response::new(200, format!("receipt from task {id}"));
-            let stored = backend.complete(KEY, &token, response.clone(), KEEP_RESULT);
-            assert!(stored, "nobody else may take over a live lease");
+            let stored = backend.complete(KEY, &token, response.clone().into(), KEEP_RESULT);
+            assert!(stored.await?, "nobody else may take over a live lease");
             Ok(("ran the operation", response))
         }
         Claim::InFlight(_) => {
             let record = backend
                 .wait_for_completion(KEY, Duration::from_secs(10))
-                .await
+                .await?
                 .expect("the run in flight completes well within 10 s");
             Ok(("waited, then replayed", record.response().cloned().unwrap()))
         }

@@ -1,17 +1,17 @@
 //! [idemkit](idemkit_core) for smol: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! Everything a smol user needs is here, in one `use` line: `idemkit-core`'s types, with
-//! [`Idempotency`] the async executor, and [`SmolTimer`], which sleeps on async-io's
+//! Everything a smol user needs is here, in one `use` line: all of `idemkit-core`, with
+//! [`AsyncIdempotency`] the async executor, and [`SmolTimer`], which sleeps on async-io's
 //! reactor (the one smol runs on).
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use idemkit_smol::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response, SmolTimer};
+//! use idemkit_smol::{Decision, Fingerprint, AsyncIdempotency, InMemoryBackend, Key, Response, SmolTimer};
 //!
 //! smol::block_on(async {
 //!     let backend = InMemoryBackend::builder().timer(SmolTimer).build();
-//!     let idempotency = Idempotency::new(backend);
+//!     let idempotency = AsyncIdempotency::new(backend);
 //!     let key = Key::new(["tenant-7", "client-key-8c1f"]);
 //!     let request = Fingerprint::new(["POST", "/charges", "amount=100"]);
 //!     let charges = AtomicUsize::new(0);
@@ -39,13 +39,7 @@
 
 use std::time::{Duration, Instant};
 
-pub use idemkit_core::{
-    AsyncIdempotency as Idempotency, Backend, BlockingBackend, Builder, Bytes, Claim, ClaimToken,
-    Clock, Decision, DynBackend, Error, Event, Fingerprint, Heartbeat, InMemoryBackend, Key,
-    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
-    SystemClock, ThreadTimer, Timer,
-};
-use idemkit_core::{Runtime, Task};
+pub use idemkit_core::*;
 
 /// async-io's timer, on real time ([`Instant::now`]).
 #[derive(Clone, Copy, Debug, Default)]

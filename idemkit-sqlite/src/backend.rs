@@ -53,7 +53,6 @@ pub(crate) struct Inner {
     /// Claims made by this backend: every [`ops::PURGE_EVERY`]th purges on its way.
     claims: AtomicU64,
     /// The thread that runs the async side's writes.
-    #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) writes: crate::writer::Writer,
 }
 
@@ -190,7 +189,6 @@ impl Inner {
             releases: Releases::default(),
             on_corrupt,
             claims: AtomicU64::new(0),
-            #[cfg(any(feature = "tokio", feature = "smol"))]
             writes: crate::writer::Writer::default(),
         })
     }

@@ -127,14 +127,12 @@ mod operator;
 mod ops;
 mod releases;
 mod responses;
-#[cfg(any(feature = "tokio", feature = "smol"))]
 mod runtime;
 mod schema;
 mod table;
 mod traits;
 mod wait;
 mod wakeups;
-#[cfg(any(feature = "tokio", feature = "smol"))]
 mod writer;
 
 pub use backend::SqliteBackend;

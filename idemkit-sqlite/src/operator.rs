@@ -25,7 +25,6 @@ impl SqliteBackend {
     /// every [`PURGE_INTERVAL`](SqliteBackend::PURGE_INTERVAL), forever: spawn it on the
     /// service's runtime so a file that sees no new claims still shrinks. A failed batch
     /// is tried again at the next interval.
-    #[cfg(any(feature = "tokio", feature = "smol"))]
     pub async fn run_purger(&self) {
         loop {
             loop {
@@ -44,7 +43,6 @@ impl SqliteBackend {
     pub const PURGE_INTERVAL: Duration = Duration::from_millis(500);
 }
 
-#[cfg(any(feature = "tokio", feature = "smol"))]
 impl idemkit_core::Operator for SqliteBackend {
     async fn stats(&self) -> Result<StoreStats, Error> {
         let inner = std::sync::Arc::clone(&self.inner);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Clock, Sleep, Timer};
 
-use crate::error::{Cause, SqliteError};
+use crate::error::SqliteError;
 
 /// Runs `work` off the async executor's threads and returns its output. The work is
 /// started when this future is first polled and finishes even if the future is dropped
@@ -25,7 +25,7 @@ where
         return handle
             .spawn_blocking(work)
             .await
-            .map_err(|_| SqliteError::new(operation, Cause::PoolGone));
+            .map_err(|_| SqliteError::new(operation, crate::error::Cause::PoolGone));
     }
     #[cfg(feature = "smol")]
     {
@@ -37,7 +37,7 @@ where
         receiver
             .recv()
             .await
-            .map_err(|_| SqliteError::new(operation, Cause::PoolGone))
+            .map_err(|_| SqliteError::new(operation, crate::error::Cause::PoolGone))
     }
     #[cfg(not(feature = "smol"))]
     {

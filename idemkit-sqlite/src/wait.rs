@@ -40,7 +40,6 @@ impl Inner {
         }
     }
 
-    #[cfg(any(feature = "tokio", feature = "smol"))]
     /// The async wait: the same steps, each read on the blocking pool, the parks and the
     /// timeout on the runtime's timer.
     pub(crate) async fn wait_async(

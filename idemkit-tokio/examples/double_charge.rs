@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idemkit_tokio::{
-    Claim, Decision, Fingerprint, Idempotency, InMemoryBackend, Key, ManualClock, Policy, Response,
-    RunError,
+    AsyncIdempotency, Backend, Claim, Decision, Fingerprint, InMemoryBackend, Key, ManualClock,
+    Policy, Response, RunError,
 };
 
 /// A card gateway that takes a while to answer. Like a real payment API, it accepts an
@@ -96,7 +96,7 @@ async fn main() {
         .wait_timeout(Duration::from_secs(2))
         .build()
         .expect("a valid policy");
-    let idempotency = Arc::new(Idempotency::with_policy(backend.clone(), policy));
+    let idempotency = Arc::new(AsyncIdempotency::with_policy(backend.clone(), policy));
     let gateway = Arc::new(Gateway::default());
     let mut checks = Checks::default();
 
@@ -167,8 +167,8 @@ async fn main() {
     let (key, fingerprint) = (request.key(), request.fingerprint());
     let attempts_before = gateway.attempts.load(Ordering::SeqCst);
     let lease = idempotency.policy().lease_ttl();
-    let Ok(Claim::New(crashed_token)) = backend.claim(key.as_str(), fingerprint.as_str(), 1, lease)
-    else {
+    let claim = backend.claim(key.as_str(), fingerprint.as_str(), 1, lease);
+    let Ok(Claim::New(crashed_token)) = claim.await else {
         panic!("the crashed worker's claim should be new");
     };
     let crashed_receipt = gateway.charge(&key, "5555", 1_250).await;
@@ -194,12 +194,15 @@ async fn main() {
         })
         .await
         .expect("the retry succeeds");
-    let late = backend.complete(
-        key.as_str(),
-        &crashed_token,
-        crashed_receipt,
-        Duration::from_secs(3600),
-    );
+    let late = backend
+        .complete(
+            key.as_str(),
+            &crashed_token,
+            crashed_receipt.into(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .expect("the in-memory backend does not fail");
     println!(
         "  retry: {:?}; the crashed worker's late completion was {}",
         retried.decision,
@@ -216,6 +219,8 @@ async fn main() {
     checks.check(!late, "the crashed worker's late completion was fenced out");
     let stored = backend
         .get(key.as_str())
+        .await
+        .expect("the in-memory backend does not fail")
         .and_then(|record| record.response().cloned());
     checks.check(
         stored.as_ref() == Some(&*retried.response),

@@ -1,16 +1,16 @@
 //! [idemkit](idemkit_core) for tokio: run an operation once per idempotency key, and
 //! replay its result to every retry.
 //!
-//! Everything a tokio user needs is here, in one `use` line: `idemkit-core`'s types, with
-//! [`Idempotency`] the async executor, and [`TokioTimer`], tokio's clock and sleep.
+//! Everything a tokio user needs is here, in one `use` line: all of `idemkit-core`, with
+//! [`AsyncIdempotency`] the async executor, and [`TokioTimer`], tokio's clock and sleep.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use idemkit_tokio::{Decision, Fingerprint, Idempotency, InMemoryBackend, Key, Response};
+//! use idemkit_tokio::{Decision, Fingerprint, AsyncIdempotency, InMemoryBackend, Key, Response};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), idemkit_tokio::RunError<std::io::Error>> {
-//! let idempotency = Idempotency::new(InMemoryBackend::new());
+//! let idempotency = AsyncIdempotency::new(InMemoryBackend::new());
 //! let key = Key::new(["tenant-7", "client-key-8c1f"]);
 //! let request = Fingerprint::new(["POST", "/charges", "amount=100"]);
 //! let charges = AtomicUsize::new(0);
@@ -51,13 +51,7 @@
 
 use std::time::{Duration, Instant};
 
-pub use idemkit_core::{
-    AsyncIdempotency as Idempotency, Backend, BlockingBackend, Builder, Bytes, Claim, ClaimToken,
-    Clock, Decision, DynBackend, Error, Event, Fingerprint, Heartbeat, InMemoryBackend, Key,
-    ManualClock, OnStorageError, Outcome, Policy, Record, Response, RunError, Sleep, State, Store,
-    SystemClock, ThreadTimer, Timer,
-};
-use idemkit_core::{Runtime, Task};
+pub use idemkit_core::*;
 
 /// tokio's clock and sleep: [`tokio::time::Instant::now`] and [`tokio::time::sleep`],
 /// which follow tokio's paused test time.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use idemkit_tokio::{
-    Decision, Fingerprint, Idempotency, InMemoryBackend, Key, OnStorageError, Policy, Response,
+    AsyncIdempotency, Backend, Decision, Fingerprint, InMemoryBackend, Key, OnStorageError, Policy,
+    Response,
 };
 
 /// Runs a closure that panics at once on `backend` and returns the decisions of the
@@ -14,7 +15,7 @@ use idemkit_tokio::{
 async fn events_of_a_panicking_closure(backend: InMemoryBackend, policy: Policy) -> Vec<Decision> {
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
-    let executor = Idempotency::with_policy(backend, policy)
+    let executor = AsyncIdempotency::with_policy(backend, policy)
         .on_event(move |event| seen.lock().unwrap().push(event.decision));
     let (key, request) = (Key::new(["k"]), Fingerprint::new(["f"]));
     let calls = Arc::new(AtomicUsize::new(0));
@@ -46,7 +47,11 @@ async fn under_a_claim_it_releases_the_key_and_reports_one_event() {
     let events = events_of_a_panicking_closure(backend.clone(), Policy::default()).await;
     assert_eq!(events, [Decision::HandlerFailed]);
     assert!(
-        backend.get(Key::new(["k"]).as_str()).is_none(),
+        backend
+            .get(Key::new(["k"]).as_str())
+            .await
+            .unwrap()
+            .is_none(),
         "the claim was kept"
     );
 }

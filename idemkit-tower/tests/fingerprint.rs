@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
+use idemkit_core::Backend;
 use idemkit_core::{Claim, InMemoryBackend, Key, Response as StoredResponse};
 use idemkit_tower::IdempotencyLayer;
 use support::client::{Call, Reply, send};
@@ -276,16 +277,18 @@ async fn a_record_of_the_first_fingerprint_version_is_neither_replayed_nor_refus
             1,
             Duration::from_secs(30),
         )
+        .await
         .unwrap()
     else {
         panic!("a fresh store");
     };
-    assert!(backend.complete(
+    let stored = backend.complete(
         old_key.as_str(),
         &token,
-        StoredResponse::new(201, "stored by version 1"),
+        StoredResponse::new(201, "stored by version 1").into(),
         Duration::from_secs(3600),
-    ));
+    );
+    assert!(stored.await.unwrap());
     let (served, calls) = serve_with(backend).await;
     let reply = send(served.address, json("old", r#"{"amount":1}"#))
         .await

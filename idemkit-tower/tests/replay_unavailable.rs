@@ -35,7 +35,7 @@ impl Backend for FailingCompletions {
         version: u32,
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
-        self.inner.claim(key, fingerprint, version, lease_ttl)
+        self.inner.claim(key, fingerprint, version, lease_ttl).await
     }
     async fn complete(
         &self,
@@ -47,23 +47,23 @@ impl Backend for FailingCompletions {
         if self.failing.load(Ordering::SeqCst) {
             return Err(Error::storage(std::io::Error::other("the store went away")));
         }
-        Ok(self.inner.complete(key, token, response, ttl))
+        self.inner.complete(key, token, response, ttl).await
     }
     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        Ok(self.inner.release(key, token))
+        self.inner.release(key, token).await
     }
     async fn renew(&self, key: &str, token: &ClaimToken, lease: Duration) -> Result<bool, Error> {
-        Ok(self.inner.renew(key, token, lease))
+        self.inner.renew(key, token, lease).await
     }
     async fn wait_for_completion(
         &self,
         key: &str,
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
-        Ok(self.inner.wait_for_completion(key, timeout).await)
+        self.inner.wait_for_completion(key, timeout).await
     }
     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        Ok(self.inner.get(key))
+        self.inner.get(key).await
     }
     fn now(&self) -> Instant {
         self.inner.now()
@@ -147,10 +147,14 @@ async fn taken_over(State(takeover): State<Takeover>, request: Request) -> &'sta
     let (parts, _) = request.into_parts();
     let key = takeover.layer.effective_key(&parts).unwrap();
     takeover.clock.advance(LEASE * 2);
-    let claim = takeover
-        .backend
-        .claim(key.as_str(), "another request", 2, LEASE)
-        .unwrap();
+    let claim = idemkit_core::BlockingBackend::claim(
+        &takeover.backend,
+        key.as_str(),
+        "another request",
+        2,
+        LEASE,
+    )
+    .unwrap();
     takeover
         .taken
         .store(matches!(claim, Claim::Reclaimed(_)), Ordering::SeqCst);

@@ -2,32 +2,30 @@
 //! `choose_backend mutex-map` (the backend written outside the core).
 //!
 //! The choice is made once, at start-up, from the command line as a service would from
-//! its configuration. Either backend goes to the same async executor as a `DynBackend`
-//! and to the same blocking executor as an `Arc<dyn BlockingBackend>`; nothing else in
-//! the program is generic. It runs one operation three times on each executor, checks
+//! its configuration. Either backend goes to the same async executor and to the same
+//! blocking executor as a `DynBackend`; nothing else in the program is generic. It runs one operation three times on each executor, checks
 //! that it ran once and was replayed twice, and prints one line per executor.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use idemkit_conformance::mutex_map::MutexMap;
 use idemkit_core::{
-    AsyncIdempotency, BlockingBackend, Decision, DynBackend, Fingerprint, Idempotency,
-    InMemoryBackend, Key, Response, Store,
+    AsyncIdempotency, Decision, DynBackend, Fingerprint, Idempotency, InMemoryBackend, Key,
+    Response, Store,
 };
 
 /// The backend named by `name`, for async code and for blocking code (one store each).
-fn backends(name: &str) -> Result<(DynBackend, Arc<dyn BlockingBackend>), String> {
+fn backends(name: &str) -> Result<(DynBackend, DynBackend), String> {
     match name {
         "memory" => Ok((
             DynBackend::new(InMemoryBackend::new()),
-            Arc::new(InMemoryBackend::new()),
+            DynBackend::new(InMemoryBackend::new()),
         )),
         "mutex-map" => {
             let map = || MutexMap::new(Store::DEFAULT_MAX_SIZE, Duration::from_secs(60));
-            Ok((DynBackend::new(map()), Arc::new(map())))
+            Ok((DynBackend::new(map()), DynBackend::new(map())))
         }
         other => Err(format!(
             "unknown backend {other:?}: expected `memory` or `mutex-map`"

@@ -1,7 +1,7 @@
 //! The conformance suite against `idemkit_core::InMemoryBackend` through its async trait,
-//! with `idemkit_smol::Idempotency`, on smol's timer and smol.
+//! with `idemkit_smol::AsyncIdempotency`, on smol's timer and smol.
 
-use idemkit_smol::{Fingerprint, Idempotency, InMemoryBackend, Key, Response, SmolTimer};
+use idemkit_smol::{AsyncIdempotency, Fingerprint, InMemoryBackend, Key, Response, SmolTimer};
 
 idemkit_conformance::conformance_tests!(
     idemkit_conformance::targets::InMemorySmol;
@@ -13,9 +13,9 @@ fn send<T: Send>(_: &T) {}
 #[test]
 fn the_executor_is_send_and_sync_and_its_run_can_be_spawned() {
     fn send_sync<T: Send + Sync>() {}
-    send_sync::<Idempotency>();
+    send_sync::<AsyncIdempotency>();
     // Inferred from the backend, with no annotation.
-    let executor = Idempotency::new(InMemoryBackend::builder().timer(SmolTimer).build());
+    let executor = AsyncIdempotency::new(InMemoryBackend::builder().timer(SmolTimer).build());
     let (key, request) = (Key::new(["k"]), Fingerprint::new(["f"]));
     let run = {
         let executor = executor.clone();

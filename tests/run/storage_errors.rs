@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use idemkit_conformance::executor::{FailingBackend, Operation};
+use idemkit_core::BlockingBackend;
 use idemkit_core::{
     AsyncIdempotency, Claim, Decision, Error, Fingerprint, Heartbeat, Idempotency, InMemoryBackend,
     Key, ManualClock, OnStorageError, Outcome, Policy, Response, RunError, State, Timer,
@@ -117,7 +118,7 @@ async fn a_failed_claim_fails_closed<T: Timer + Default>() {
         "refused: the operation never ran"
     );
     assert_eq!(backend.failures(Operation::Claim), 1);
-    assert!(backend.inner().get(key().as_str()).is_none());
+    assert!(backend.inner().get(key().as_str()).unwrap().is_none());
 }
 
 /// A claim that fails under `FailOpen` runs the operation once, unprotected, and
@@ -135,7 +136,7 @@ async fn a_failed_claim_runs_unprotected_when_open<T: Timer + Default>() {
     assert_ran_unprotected(&outcome);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(backend.failures(Operation::Claim), 1);
-    assert!(backend.inner().get(key().as_str()).is_none());
+    assert!(backend.inner().get(key().as_str()).unwrap().is_none());
 }
 
 /// A completion that fails under `FailClosed` reports `Storage`, after the operation ran
@@ -158,6 +159,7 @@ async fn a_failed_completion_fails_closed<T: Timer + Default>() {
     let record = backend
         .inner()
         .get(key().as_str())
+        .unwrap()
         .expect("the claim is kept");
     assert_eq!(record.state(), State::Claimed);
 }
@@ -203,7 +205,7 @@ async fn a_failed_wait_fails_closed<T: Timer + Default>() {
     );
     assert_eq!(backend.calls(Operation::Claim), 1);
     assert_eq!(backend.failures(Operation::Wait), 1);
-    let record = backend.inner().get(key().as_str()).unwrap();
+    let record = backend.inner().get(key().as_str()).unwrap().unwrap();
     assert_eq!(record.state(), State::Claimed);
     assert_eq!(record.claim_token(), &owner);
 }
@@ -231,7 +233,12 @@ async fn a_failed_wait_runs_unprotected_when_open<T: Timer + Default>() {
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(backend.failures(Operation::Wait), 1);
     assert_eq!(
-        backend.inner().get(key().as_str()).unwrap().claim_token(),
+        backend
+            .inner()
+            .get(key().as_str())
+            .unwrap()
+            .unwrap()
+            .claim_token(),
         &owner
     );
 }
@@ -263,7 +270,7 @@ async fn failed_renewals_keep_a_surely_held_lease<T: Timer + Default>() {
         .expect("the lease was held throughout");
     assert_eq!(outcome.decision, Decision::New);
     assert_eq!(*outcome.response, Response::new(200, "charged"));
-    let record = backend.inner().get(key().as_str()).unwrap();
+    let record = backend.inner().get(key().as_str()).unwrap().unwrap();
     assert_eq!(record.state(), State::Completed);
     assert_eq!(record.response(), Some(&Response::new(200, "charged")));
 }
@@ -310,6 +317,7 @@ async fn a_failed_renewal_after_the_lease_surely_lapsed_loses_it<T: Timer + Defa
         backend
             .inner()
             .get(key().as_str())
+            .unwrap()
             .is_none_or(|record| record.state() == State::Claimed),
         "nothing was stored"
     );
@@ -403,6 +411,7 @@ mod blocking_executor {
         let record = backend
             .inner()
             .get(key().as_str())
+            .unwrap()
             .expect("the claim is kept");
         assert_eq!(record.state(), State::Claimed);
     }
@@ -431,7 +440,7 @@ mod blocking_executor {
             }
             assert_eq!(ran.load(Ordering::SeqCst), runs, "{on_error:?}");
             assert_eq!(backend.failures(Operation::Wait), 1);
-            let record = backend.inner().get(key().as_str()).unwrap();
+            let record = backend.inner().get(key().as_str()).unwrap().unwrap();
             assert_eq!(
                 record.claim_token(),
                 &owner,

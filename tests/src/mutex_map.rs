@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use event_listener::{Event, EventListener, Listener};
+use event_listener::{Event, EventListener};
 use idemkit_core::{
-    Backend, BlockingBackend, Claim, ClaimToken, Clock, Error, ManualClock, PollSchedule, Record,
-    Response, State, SystemClock, ThreadTimer, Timer,
+    Backend, Claim, ClaimToken, Clock, Error, ManualClock, PollSchedule, Record, Response, State,
+    SystemClock, ThreadTimer, Timer,
 };
 
 use crate::backend::Inspect;
@@ -229,25 +229,6 @@ impl MutexMap {
         (found, listener)
     }
 
-    fn wait_blocking(&self, key: &str, timeout: Duration) -> Option<Record> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut polls = PollSchedule::new();
-        loop {
-            let (found, listener) = self.look(key);
-            let lease_left = match found {
-                Found::Done(record) => return record,
-                Found::Claimed(lease_left) => lease_left,
-            };
-            let left = deadline.map_or(Duration::MAX, |d| {
-                d.saturating_duration_since(Instant::now())
-            });
-            if left.is_zero() {
-                return None;
-            }
-            let _woken = listener.wait_timeout(polls.next_park(lease_left).min(left));
-        }
-    }
-
     async fn wait_async(&self, key: &str, timeout: Duration) -> Option<Record> {
         let timer = &self.shared.timer;
         let deadline = timer.now().checked_add(timeout);
@@ -271,48 +252,6 @@ impl MutexMap {
 impl Inspect for MutexMap {
     fn held_records(&self) -> Option<usize> {
         Some(self.records().len())
-    }
-}
-
-impl BlockingBackend for MutexMap {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        self.claim_now(key, fingerprint, fingerprint_version, lease_ttl)
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        Ok(self.complete_now(key, token, response, expires_after))
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        Ok(self.release_now(key, token))
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        Ok(self.renew_now(key, token, lease_ttl))
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        Ok(self.wait_blocking(key, timeout))
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        Ok(self.get_now(key))
-    }
-
-    fn now(&self) -> Instant {
-        self.shared.clock.now()
     }
 }
 

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use idemkit_core::BlockingBackend;
 use idemkit_core::{Claim, InMemoryBackend, Response, Store};
 
 /// The fingerprint every benchmark claims with (2 bytes, as in the memory figure).
@@ -189,7 +190,11 @@ pub fn fill_backend(backend: &InMemoryBackend, count: usize) {
         let Claim::New(token) = backend.claim(key, FINGERPRINT, 1, LEASE).unwrap() else {
             panic!("held key {key} was not new");
         };
-        assert!(backend.complete(key, &token, Response::new(200, BODY), HELD_TTL));
+        assert!(
+            backend
+                .complete(key, &token, Response::new(200, BODY).into(), HELD_TTL)
+                .unwrap()
+        );
     }
 }
 
@@ -218,7 +223,9 @@ pub fn backend_claim_complete_for(backend: &InMemoryBackend, key: &str, ttl: Dur
     let Claim::New(token) = backend.claim(key, FINGERPRINT, 1, LEASE).unwrap() else {
         panic!("key {key} was not new");
     };
-    let done = backend.complete(key, &token, Response::new(200, BODY), ttl);
+    let done = backend
+        .complete(key, &token, Response::new(200, BODY).into(), ttl)
+        .unwrap();
     assert!(done, "complete of {key} was refused");
 }
 
@@ -227,7 +234,9 @@ pub fn backend_claim_complete(backend: &InMemoryBackend, key: &str) {
     let Claim::New(token) = backend.claim(key, FINGERPRINT, 1, LEASE).unwrap() else {
         panic!("key {key} was not new");
     };
-    let done = backend.complete(key, &token, Response::new(200, BODY), Duration::ZERO);
+    let done = backend
+        .complete(key, &token, Response::new(200, BODY).into(), Duration::ZERO)
+        .unwrap();
     assert!(done, "complete of {key} was refused");
 }
 

@@ -1,13 +1,13 @@
-//! The backend traits: what an executor needs from a store, for async code
-//! ([`Backend`]) and for blocking code ([`BlockingBackend`]), and [`DynBackend`], an async
-//! backend chosen at run time.
+//! The backend trait: what an executor needs from a store.
 //!
-//! Both traits have the same six operations with the same meaning, those of
+//! A backend implements one trait, [`Backend`], whose six operations are those of
 //! [`Store`](crate::Store) plus a wait: claim, complete, release, renew, wait for
 //! completion, get. Every one is fallible, so a networked store reports a lost connection
 //! as [`Error::Storage`](crate::Error::Storage) and the executor's
-//! [`OnStorageError`](crate::OnStorageError) decides. [`InMemoryBackend`](crate::InMemoryBackend)
-//! implements both; the conformance suite in this repository's `tests/` checks any other.
+//! [`OnStorageError`](crate::OnStorageError) decides. Blocking code gets the same
+//! operations from [`BlockingBackend`], which every `Backend` implements by blocking on
+//! the operation; [`DynBackend`] is a backend chosen at run time. The conformance suite
+//! (the `idemkit-conformance` crate) checks any backend.
 //!
 //! What a backend promises:
 //!
@@ -23,7 +23,11 @@
 //!   released, or when the timeout runs out. Waiters are woken by the completion, not by
 //!   a poll, and a reclaim makes them watch the new claim; a backend whose wake-ups can
 //!   be lost re-reads on a [`PollSchedule`] as well, as this crate's backend does.
+//! - An operation that does not need to wait (everything but a wait on a key in flight,
+//!   for a store in memory) should be ready the first time it is polled: blocking
+//!   callers then never park.
 
+mod blocking;
 mod dynamic;
 mod operator;
 mod poll;
@@ -39,12 +43,14 @@ use crate::response::Response;
 use crate::rt::Timer;
 use crate::token::ClaimToken;
 
+pub use self::blocking::{BlockingBackend, in_blocking_call};
 pub use self::dynamic::DynBackend;
 pub use self::operator::{Operator, StoreStats};
 pub use self::poll::PollSchedule;
 
-/// An idempotency store for async code: what [`AsyncIdempotency`](crate::AsyncIdempotency)
-/// runs on.
+/// An idempotency store: the one trait a backend implements. [`AsyncIdempotency`](crate::AsyncIdempotency)
+/// runs on it, and [`Idempotency`](crate::Idempotency) through [`BlockingBackend`], which
+/// every `Backend` is.
 ///
 /// A backend of your own only has to answer each operation; the executor does the rest.
 /// Here, one that counts the claims it passes to the in-memory backend:
@@ -69,24 +75,24 @@ pub use self::poll::PollSchedule;
 ///         -> Result<Claim, Error>
 ///     {
 ///         self.claims.fetch_add(1, Ordering::Relaxed);
-///         self.inner.claim(key, fingerprint, version, lease_ttl)
+///         self.inner.claim(key, fingerprint, version, lease_ttl).await
 ///     }
 ///     async fn complete(&self, key: &str, token: &ClaimToken, response: Arc<Response>, ttl: Duration)
 ///         -> Result<bool, Error>
 ///     {
-///         Ok(self.inner.complete(key, token, response, ttl))
+///         self.inner.complete(key, token, response, ttl).await
 ///     }
 ///     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-///         Ok(self.inner.release(key, token))
+///         self.inner.release(key, token).await
 ///     }
 ///     async fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-///         Ok(self.inner.renew(key, token, lease_ttl))
+///         self.inner.renew(key, token, lease_ttl).await
 ///     }
 ///     async fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-///         Ok(self.inner.wait_for_completion(key, timeout).await)
+///         self.inner.wait_for_completion(key, timeout).await
 ///     }
 ///     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-///         Ok(self.inner.get(key))
+///         self.inner.get(key).await
 ///     }
 ///     fn now(&self) -> Instant {
 ///         self.inner.now()
@@ -105,6 +111,11 @@ pub use self::poll::PollSchedule;
 ///     }
 /// });
 /// assert_eq!(backend.claims.load(Ordering::Relaxed), 3, "one claim per run; two were replays");
+///
+/// // Blocking code runs the same backend: every `Backend` is a `BlockingBackend`.
+/// let blocking = idemkit_core::Idempotency::new(backend.clone());
+/// let outcome = blocking.run(&key, &request, |_lease| Ok::<_, Error>(Response::new(200, "ok"))).unwrap();
+/// assert_eq!(outcome.decision, idemkit_core::Decision::Replayed);
 /// ```
 pub trait Backend: Send + Sync + 'static {
     /// Claims `key` for a request with this fingerprint, under a lease of `lease_ttl`:
@@ -175,100 +186,6 @@ pub trait Backend: Send + Sync + 'static {
     fn timer(&self) -> Arc<dyn Timer>;
 }
 
-/// An idempotency store for blocking code: what [`Idempotency`](crate::Idempotency) runs
-/// on. The operations and their meaning are [`Backend`]'s; they block the calling thread
-/// until answered. The trait is object safe, so `Arc<dyn BlockingBackend>` is a backend
-/// chosen at run time.
-///
-/// A backend of your own, here one that refuses keys over a length limit before asking
-/// the in-memory backend:
-///
-/// ```
-/// use std::sync::Arc;
-/// use std::time::{Duration, Instant};
-/// use idemkit_core::{
-///     BlockingBackend, Claim, ClaimToken, Error, Fingerprint, Idempotency, InMemoryBackend,
-///     Key, Record, Response, RunError,
-/// };
-///
-/// struct ShortKeysOnly(InMemoryBackend);
-///
-/// impl BlockingBackend for ShortKeysOnly {
-///     fn claim(&self, key: &str, fingerprint: &str, version: u32, lease_ttl: Duration)
-///         -> Result<Claim, Error>
-///     {
-///         if key.len() > 64 {
-///             return Err(Error::KeyTooLong { len: key.len() });
-///         }
-///         self.0.claim(key, fingerprint, version, lease_ttl)
-///     }
-///     fn complete(&self, key: &str, token: &ClaimToken, response: Arc<Response>, ttl: Duration)
-///         -> Result<bool, Error>
-///     {
-///         Ok(self.0.complete(key, token, response, ttl))
-///     }
-///     fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-///         Ok(self.0.release(key, token))
-///     }
-///     fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-///         Ok(self.0.renew(key, token, lease_ttl))
-///     }
-///     fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-///         Ok(self.0.wait_for_completion_blocking(key, timeout))
-///     }
-///     fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-///         Ok(self.0.get(key))
-///     }
-///     fn now(&self) -> Instant {
-///         self.0.now()
-///     }
-/// }
-///
-/// // Chosen at run time: the executor holds a trait object.
-/// let backend: Arc<dyn BlockingBackend> = Arc::new(ShortKeysOnly(InMemoryBackend::new()));
-/// let idempotency = Idempotency::new(backend);
-/// let outcome = idempotency.run(&Key::new(["k"]), &Fingerprint::new(["r"]), |_lease| {
-///     Ok::<_, std::io::Error>(Response::new(201, "made"))
-/// })?;
-/// assert_eq!(outcome.response.status, 201);
-/// # Ok::<(), RunError<std::io::Error>>(())
-/// ```
-pub trait BlockingBackend: Send + Sync + 'static {
-    /// Claims `key`: see [`Backend::claim`].
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error>;
-
-    /// Stores the response for the claim `token` holds: see [`Backend::complete`].
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error>;
-
-    /// Gives the key up: see [`Backend::release`].
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error>;
-
-    /// Extends the lease `token` holds: see [`Backend::renew`].
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error>;
-
-    /// Blocks until `key` completes, for at most `timeout` of real time: see
-    /// [`Backend::wait_for_completion`].
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error>;
-
-    /// The record of `key`: see [`Backend::get`].
-    fn get(&self, key: &str) -> Result<Option<Record>, Error>;
-
-    /// The instant the backend judges leases by: see [`Backend::now`].
-    fn now(&self) -> Instant;
-}
-
 impl<B: Backend> Backend for Arc<B> {
     fn claim(
         &self,
@@ -331,61 +248,3 @@ impl<B: Backend> Backend for Arc<B> {
         (**self).timer()
     }
 }
-
-/// Forwards every operation to the backend behind a pointer.
-macro_rules! forward_blocking {
-    ($($pointer:ident),*) => {$(
-        impl<B: BlockingBackend + ?Sized> BlockingBackend for $pointer<B> {
-            fn claim(
-                &self,
-                key: &str,
-                fingerprint: &str,
-                fingerprint_version: u32,
-                lease_ttl: Duration,
-            ) -> Result<Claim, Error> {
-                (**self).claim(key, fingerprint, fingerprint_version, lease_ttl)
-            }
-
-            fn complete(
-                &self,
-                key: &str,
-                token: &ClaimToken,
-                response: Arc<Response>,
-                expires_after: Duration,
-            ) -> Result<bool, Error> {
-                (**self).complete(key, token, response, expires_after)
-            }
-
-            fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-                (**self).release(key, token)
-            }
-
-            fn renew(
-                &self,
-                key: &str,
-                token: &ClaimToken,
-                lease_ttl: Duration,
-            ) -> Result<bool, Error> {
-                (**self).renew(key, token, lease_ttl)
-            }
-
-            fn wait_for_completion(
-                &self,
-                key: &str,
-                timeout: Duration,
-            ) -> Result<Option<Record>, Error> {
-                (**self).wait_for_completion(key, timeout)
-            }
-
-            fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-                (**self).get(key)
-            }
-
-            fn now(&self) -> Instant {
-                (**self).now()
-            }
-        }
-    )*};
-}
-
-forward_blocking!(Arc, Box);

@@ -26,8 +26,8 @@ use crate::token::ClaimToken;
 /// (both follow one run loop).
 ///
 /// It runs on any executor: it measures waits and paces heartbeats on its backend's
-/// [`Timer`], and leases are judged by the backend. `idemkit_tokio::Idempotency` and
-/// `idemkit_smol::Idempotency` are this type.
+/// [`Timer`], and leases are judged by the backend. `idemkit-tokio` and `idemkit-smol`
+/// re-export it under this name.
 ///
 /// The heartbeat runs inside each run's own future, raced against the operation's: no
 /// task is spawned, and when a renewal fails the operation's future is dropped, so the

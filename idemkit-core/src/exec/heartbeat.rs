@@ -125,7 +125,7 @@ impl<B: BlockingBackend> Heartbeats<B> {
             let backend = self.backend.clone();
             *thread = std::thread::Builder::new()
                 .name("idemkit-heartbeat".into())
-                .spawn(move || beat(&schedule, &backend))
+                .spawn(move || beat(&schedule, &*backend))
                 .ok();
         }
     }
@@ -133,7 +133,7 @@ impl<B: BlockingBackend> Heartbeats<B> {
 
 /// The thread's loop: sleep until the earliest renewal is due, renew without holding the
 /// lock, reschedule or mark lost, until shutdown.
-fn beat<B: BlockingBackend>(schedule: &Schedule, backend: &B) {
+fn beat<B: BlockingBackend + ?Sized>(schedule: &Schedule, backend: &B) {
     let mut state = schedule.state.lock();
     loop {
         if state.shutdown {
@@ -247,7 +247,7 @@ mod tests {
         let backend = InMemoryBackend::new();
         let lease = Duration::from_millis(300);
         let token = claim(&backend, "k", lease);
-        let first_until = backend.get("k").unwrap().lease_until();
+        let first_until = backend.get("k").unwrap().unwrap().lease_until();
         let heartbeats = Heartbeats::new(Arc::new(backend.clone()));
         let lost = Arc::new(AtomicBool::new(false));
         let registration = heartbeats.register(
@@ -258,9 +258,12 @@ mod tests {
             LeaseTracker::new(backend.now(), lease),
             Arc::clone(&lost),
         );
-        assert!(eventually(
-            || backend.get("k").unwrap().lease_until() > first_until
-        ));
+        assert!(eventually(|| backend
+            .get("k")
+            .unwrap()
+            .unwrap()
+            .lease_until()
+            > first_until));
         assert!(!lost.load(Ordering::Acquire));
         drop(registration);
         assert!(heartbeats.schedule.state.lock().queue.is_empty());
@@ -301,13 +304,16 @@ mod tests {
             tracker(),
             kept.clone(),
         );
-        assert!(backend.release("doomed", &doomed_token));
+        assert!(backend.release("doomed", &doomed_token).unwrap());
         assert!(eventually(|| doomed.load(Ordering::Acquire)));
         // The other run is still renewed, and not lost.
-        let seen = backend.get("kept").unwrap().lease_until();
-        assert!(eventually(
-            || backend.get("kept").unwrap().lease_until() > seen
-        ));
+        let seen = backend.get("kept").unwrap().unwrap().lease_until();
+        assert!(eventually(|| backend
+            .get("kept")
+            .unwrap()
+            .unwrap()
+            .lease_until()
+            > seen));
         assert!(!kept.load(Ordering::Acquire));
     }
 }

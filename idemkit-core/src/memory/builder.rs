@@ -1,4 +1,4 @@
-//! [`Builder`]: how an [`InMemoryBackend`] is configured.
+//! [`InMemoryBuilder`]: how an [`InMemoryBackend`] is configured.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use crate::store::Store;
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
-pub struct Builder {
+pub struct InMemoryBuilder {
     max_size: usize,
     reclaim_grace: Duration,
     shards: usize,
@@ -35,9 +35,9 @@ pub struct Builder {
     timer: Option<Arc<dyn Timer>>,
 }
 
-impl std::fmt::Debug for Builder {
+impl std::fmt::Debug for InMemoryBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Builder")
+        f.debug_struct("InMemoryBuilder")
             .field("max_size", &self.max_size)
             .field("reclaim_grace", &self.reclaim_grace)
             .field("shards", &self.shards)
@@ -46,18 +46,18 @@ impl std::fmt::Debug for Builder {
     }
 }
 
-impl Default for Builder {
-    fn default() -> Builder {
-        Builder::new()
+impl Default for InMemoryBuilder {
+    fn default() -> InMemoryBuilder {
+        InMemoryBuilder::new()
     }
 }
 
-impl Builder {
+impl InMemoryBuilder {
     /// A builder with the defaults: [`Store::DEFAULT_MAX_SIZE`] records,
     /// [`Store::DEFAULT_RECLAIM_GRACE`], a shard count suited to the machine, the
     /// [`SystemClock`] and the [`ThreadTimer`].
-    pub fn new() -> Builder {
-        Builder {
+    pub fn new() -> InMemoryBuilder {
+        InMemoryBuilder {
             max_size: Store::DEFAULT_MAX_SIZE,
             reclaim_grace: Store::DEFAULT_RECLAIM_GRACE,
             shards: Shards::default_count(),
@@ -69,43 +69,43 @@ impl Builder {
 
     /// The most records held at once, across all shards (exact). A claim of a new key
     /// beyond it fails with [`Error::Full`](crate::Error::Full).
-    pub fn max_size(mut self, max_size: usize) -> Builder {
+    pub fn max_size(mut self, max_size: usize) -> InMemoryBuilder {
         self.max_size = max_size;
         self
     }
 
     /// How long a claim whose lease lapsed is kept so the next claim reports
     /// [`Claim::Reclaimed`](crate::Claim::Reclaimed); then it is dropped.
-    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> InMemoryBuilder {
         self.reclaim_grace = reclaim_grace;
         self
     }
 
     /// How many independently locked shards to spread keys over (at least one). More
     /// shards let more threads work on distinct keys at once.
-    pub fn shards(mut self, shards: usize) -> Builder {
+    pub fn shards(mut self, shards: usize) -> InMemoryBuilder {
         self.shards = shards.max(1);
         self
     }
 
     /// Where every shard draws its claim tokens from (default [`OsRandom`]). A
     /// [`SeededRandom`](crate::SeededRandom) is for tests and replays only.
-    pub fn random(mut self, random: impl RandomSource) -> Builder {
+    pub fn random(mut self, random: impl RandomSource) -> InMemoryBuilder {
         self.random = Arc::new(random);
         self
     }
 
     /// The clock that drives leases and TTLs, such as a
     /// [`ManualClock`](crate::ManualClock). Without one, the timer's clock does.
-    pub fn clock(mut self, clock: impl Clock) -> Builder {
+    pub fn clock(mut self, clock: impl Clock) -> InMemoryBuilder {
         self.clock = Some(Arc::new(clock));
         self
     }
 
     /// The timer that async waits, their time-outs and the purger sleep on, such as
-    /// `idemkit-tokio`'s `TokioTimer`. Unless [`Builder::clock`] is given too, leases and
-    /// TTLs follow this timer's clock as well. Blocking waits always run on real time.
-    pub fn timer(mut self, timer: impl Timer) -> Builder {
+    /// `idemkit-tokio`'s `TokioTimer`. Unless [`InMemoryBuilder::clock`] is given too, leases and
+    /// TTLs follow this timer's clock as well. Blocking waits sleep on it too.
+    pub fn timer(mut self, timer: impl Timer) -> InMemoryBuilder {
         self.timer = Some(Arc::new(timer));
         self
     }

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, BlockingBackend};
+use crate::backend::Backend;
 use crate::claim::Claim;
 use crate::error::Error;
 use crate::record::Record;
@@ -20,9 +20,9 @@ use crate::response::Response;
 use crate::rt::{Clock, Timer};
 use crate::token::ClaimToken;
 
-pub use self::builder::Builder;
+pub use self::builder::InMemoryBuilder;
 use self::shards::Shards;
-use self::wait::{WaitStep, park_async, park_blocking};
+use self::wait::{WaitStep, park};
 
 /// How long the purger sleeps at most between two looks at the store, so a record
 /// inserted with a shorter TTL while it sleeps, or a clock that jumps, is seen soon.
@@ -45,23 +45,19 @@ const PURGER_MAX_SLEEP: Duration = Duration::from_secs(1);
 /// It holds records for one process only: it is no help against duplicates that reach
 /// different processes.
 ///
+/// Its operations are those of [`Backend`], for async code, and of
+/// [`BlockingBackend`](crate::BlockingBackend), for threads:
+///
 /// ```
 /// use std::time::Duration;
-/// use idemkit_core::{Claim, InMemoryBackend, Response};
+/// use idemkit_core::{BlockingBackend, Claim, InMemoryBackend, Response};
 ///
 /// let backend = InMemoryBackend::new();
 /// let lease = Duration::from_secs(30);
 /// let Claim::New(token) = backend.claim("charge-42", "fp", 1, lease)? else { unreachable!() };
-///
-/// let waiter = {
-///     let backend = backend.clone();
-///     std::thread::spawn(move || {
-///         backend.wait_for_completion_blocking("charge-42", Duration::from_secs(10))
-///     })
-/// };
 /// let ttl = Duration::from_secs(3600);
-/// assert!(backend.complete("charge-42", &token, Response::new(200, "ok"), ttl));
-/// let record = waiter.join().unwrap().expect("completed");
+/// assert!(backend.complete("charge-42", &token, Response::new(200, "ok").into(), ttl)?);
+/// let record = backend.get("charge-42")?.expect("completed");
 /// assert_eq!(record.response().unwrap().body, "ok");
 /// # Ok::<(), idemkit_core::Error>(())
 /// ```
@@ -74,98 +70,16 @@ impl InMemoryBackend {
     /// A backend with the defaults: 10,000 records, a 60 s reclaim grace, the system
     /// clock and the [`ThreadTimer`](crate::ThreadTimer).
     pub fn new() -> InMemoryBackend {
-        Builder::new().build()
+        InMemoryBuilder::new().build()
     }
 
     /// A builder to set the capacity, reclaim grace, shard count, clock or timer.
-    pub fn builder() -> Builder {
-        Builder::new()
+    pub fn builder() -> InMemoryBuilder {
+        InMemoryBuilder::new()
     }
 
     fn from_shards(shards: Arc<Shards>) -> InMemoryBackend {
         InMemoryBackend { shards }
-    }
-
-    /// Claims `key`: see [`Store::claim`](crate::Store::claim). A claim that takes over a
-    /// lapsed lease wakes that key's waiters so they watch the new claim.
-    pub fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        self.shards
-            .claim(key, fingerprint, fingerprint_version, lease_ttl)
-    }
-
-    /// Stores the response for the claim `token` holds and wakes the key's waiters: see
-    /// [`Store::complete`](crate::Store::complete).
-    #[must_use = "false means the result was fenced out and not stored"]
-    pub fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: impl Into<Arc<Response>>,
-        expires_after: Duration,
-    ) -> bool {
-        self.shards
-            .complete(key, token, response.into(), expires_after)
-    }
-
-    /// Gives the key up and wakes its waiters (who then see no record): see
-    /// [`Store::release`](crate::Store::release).
-    #[must_use = "false means the token did not hold the key"]
-    pub fn release(&self, key: &str, token: &ClaimToken) -> bool {
-        self.shards.release(key, token)
-    }
-
-    /// Extends the lease `token` holds: see [`Store::renew`](crate::Store::renew).
-    #[must_use = "false means the token no longer holds the key: stop and store nothing"]
-    pub fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> bool {
-        self.shards.renew(key, token, lease_ttl)
-    }
-
-    /// Waits until `key` is completed and returns its record, or returns `None`.
-    ///
-    /// - A completed record is returned at once; no record returns `None` at once.
-    /// - A claim whose lease has lapsed (by this backend's clock) returns `None`: its
-    ///   owner has probably crashed, and the caller may claim the key itself.
-    /// - Otherwise the task sleeps until the key completes, is released (`None`) or is
-    ///   reclaimed (it then watches the new claim), re-reading at 50 ms, doubling to 1 s,
-    ///   in case a wake-up is ever missed, and once the lease in flight ends. After
-    ///   `timeout` on the backend's timer it returns `None`.
-    ///
-    /// Dropping the future at any point stops the wait and leaves nothing behind.
-    pub async fn wait_for_completion(&self, key: &str, timeout: Duration) -> Option<Record> {
-        let timer = self.shards.timer();
-        let mut wait = self.shards.wait(key, timeout, timer.now());
-        loop {
-            match wait.step(timer.now()) {
-                WaitStep::Ready(record) => return record,
-                WaitStep::Park { listener, within } => {
-                    park_async(listener, within, timer.as_ref()).await
-                }
-            }
-        }
-    }
-
-    /// [`InMemoryBackend::wait_for_completion`] for a blocking thread: it parks the
-    /// thread, and its `timeout` is real time.
-    pub fn wait_for_completion_blocking(&self, key: &str, timeout: Duration) -> Option<Record> {
-        let mut wait = self.shards.wait(key, timeout, Instant::now());
-        loop {
-            match wait.step(Instant::now()) {
-                WaitStep::Ready(record) => return record,
-                WaitStep::Park { listener, within } => park_blocking(listener, within),
-            }
-        }
-    }
-
-    /// The record of `key`, unless there is none or it is gone (an expired result, or a
-    /// lapsed claim past its reclaim grace). A lapsed claim within its grace is returned.
-    pub fn get(&self, key: &str) -> Option<Record> {
-        self.shards.get(key)
     }
 
     /// Records held, including expired ones not purged yet.
@@ -253,7 +167,12 @@ impl fmt::Debug for InMemoryBackend {
     }
 }
 
+/// Every operation but a wait on a key in flight is ready the first time it is polled:
+/// it takes a shard's lock for the time the store needs, so blocking callers (through
+/// [`BlockingBackend`](crate::BlockingBackend)) never park for it.
 impl Backend for InMemoryBackend {
+    /// Claims `key`: see [`Store::claim`](crate::Store::claim). A claim that takes over a
+    /// lapsed lease wakes that key's waiters so they watch the new claim.
     async fn claim(
         &self,
         key: &str,
@@ -261,9 +180,12 @@ impl Backend for InMemoryBackend {
         fingerprint_version: u32,
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
-        InMemoryBackend::claim(self, key, fingerprint, fingerprint_version, lease_ttl)
+        self.shards
+            .claim(key, fingerprint, fingerprint_version, lease_ttl)
     }
 
+    /// Stores the response for the claim `token` holds and wakes the key's waiters: see
+    /// [`Store::complete`](crate::Store::complete).
     async fn complete(
         &self,
         key: &str,
@@ -271,38 +193,55 @@ impl Backend for InMemoryBackend {
         response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
-        Ok(InMemoryBackend::complete(
-            self,
-            key,
-            token,
-            response,
-            expires_after,
-        ))
+        Ok(self.shards.complete(key, token, response, expires_after))
     }
 
+    /// Gives the key up and wakes its waiters (who then see no record): see
+    /// [`Store::release`](crate::Store::release).
     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        Ok(InMemoryBackend::release(self, key, token))
+        Ok(self.shards.release(key, token))
     }
 
+    /// Extends the lease `token` holds: see [`Store::renew`](crate::Store::renew).
     async fn renew(
         &self,
         key: &str,
         token: &ClaimToken,
         lease_ttl: Duration,
     ) -> Result<bool, Error> {
-        Ok(InMemoryBackend::renew(self, key, token, lease_ttl))
+        Ok(self.shards.renew(key, token, lease_ttl))
     }
 
+    /// Waits until `key` is completed and returns its record, or returns `None`.
+    ///
+    /// - A completed record is returned at once; no record returns `None` at once.
+    /// - A claim whose lease has lapsed (by this backend's clock) returns `None`: its
+    ///   owner has probably crashed, and the caller may claim the key itself.
+    /// - Otherwise the waiter parks until the key completes, is released (`None`) or is
+    ///   reclaimed (it then watches the new claim), re-reading at 50 ms, doubling to 1 s,
+    ///   in case a wake-up is ever missed, and once the lease in flight ends. After
+    ///   `timeout` on the backend's timer it returns `None`.
+    ///
+    /// Dropping the future at any point stops the wait and leaves nothing behind.
     async fn wait_for_completion(
         &self,
         key: &str,
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
-        Ok(InMemoryBackend::wait_for_completion(self, key, timeout).await)
+        let timer = self.shards.timer();
+        let mut wait = self.shards.wait(key, timeout, timer.now());
+        loop {
+            match wait.step(timer.now()) {
+                WaitStep::Ready(record) => return Ok(record),
+                WaitStep::Park { listener, within } => park(listener, within, timer.as_ref()).await,
+            }
+        }
     }
 
+    /// The record of `key`, unless there is none or it is gone (an expired result, or a
+    /// lapsed claim past its reclaim grace). A lapsed claim within its grace is returned.
     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        Ok(InMemoryBackend::get(self, key))
+        Ok(self.shards.get(key))
     }
 
     fn now(&self) -> Instant {
@@ -315,53 +254,5 @@ impl Backend for InMemoryBackend {
 
     fn timer(&self) -> Arc<dyn Timer> {
         InMemoryBackend::timer(self)
-    }
-}
-
-impl BlockingBackend for InMemoryBackend {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        InMemoryBackend::claim(self, key, fingerprint, fingerprint_version, lease_ttl)
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        Ok(InMemoryBackend::complete(
-            self,
-            key,
-            token,
-            response,
-            expires_after,
-        ))
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        Ok(InMemoryBackend::release(self, key, token))
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        Ok(InMemoryBackend::renew(self, key, token, lease_ttl))
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        Ok(self.wait_for_completion_blocking(key, timeout))
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        Ok(InMemoryBackend::get(self, key))
-    }
-
-    fn now(&self) -> Instant {
-        InMemoryBackend::now(self)
     }
 }

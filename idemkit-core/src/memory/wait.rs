@@ -2,10 +2,8 @@
 //! correctness floor.
 //!
 //! The loop itself lives in [`Wait::step`](crate::memory::shards::Wait::step); what
-//! differs between a blocked thread and an async task is only how a waiter parks, "sleep
-//! for at most this long, or be woken":
-//! [`EventListener::wait_timeout`](event_listener::Listener::wait_timeout) for threads,
-//! and a race between the listener and a [`Timer`] for tasks.
+//! is left is how a waiter parks, "sleep for at most this long, or be woken": a race
+//! between the key's listener and a sleep on the backend's [`Timer`].
 
 use std::time::{Duration, Instant};
 
@@ -33,16 +31,11 @@ pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instan
     start.checked_add(timeout)
 }
 
-/// Parks a task until `listener` fires or `within` passes on `timer`.
-pub(crate) async fn park_async(listener: EventListener, within: Duration, timer: &dyn Timer) {
+/// Parks a waiter until `listener` fires or `within` passes on `timer`. Under a blocking
+/// caller this future is polled by [`BlockingBackend`](crate::BlockingBackend), which parks
+/// the thread until one of the two wakes it.
+pub(crate) async fn park(listener: EventListener, within: Duration, timer: &dyn Timer) {
     futures_lite::future::or(listener, timer.sleep(within)).await;
-}
-
-/// Parks a thread until `listener` fires or `within` passes.
-pub(crate) fn park_blocking(listener: EventListener, within: Duration) {
-    use event_listener::Listener;
-    // Whether it was woken or timed out, the caller re-reads the state next.
-    let _woken = listener.wait_timeout(within);
 }
 
 /// How long is left until `deadline` (forever for `None`).

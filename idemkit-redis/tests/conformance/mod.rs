@@ -18,8 +18,7 @@ use idemkit_conformance::backend::{Async, Blocking, Inspect};
 use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
 use idemkit_conformance::{Settings, Target};
 use idemkit_core::{
-    AsyncIdempotency, Backend, BlockingBackend, Claim, ClaimToken, Error, Idempotency, Record,
-    Response, Timer,
+    AsyncIdempotency, Backend, Claim, ClaimToken, Error, Idempotency, Record, Response, Timer,
 };
 use idemkit_redis::{Builder, RedisBackend};
 
@@ -156,54 +155,6 @@ impl Backend for Conformant {
 
     fn timer(&self) -> Arc<dyn Timer> {
         Backend::timer(&self.backend)
-    }
-}
-
-impl BlockingBackend for Conformant {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        BlockingBackend::claim(
-            &self.backend,
-            key,
-            fingerprint,
-            fingerprint_version,
-            lease_ttl,
-        )
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        BlockingBackend::complete(&self.backend, key, token, response, expires_after)
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        BlockingBackend::release(&self.backend, key, token)
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        BlockingBackend::renew(&self.backend, key, token, lease_ttl)
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        BlockingBackend::wait_for_completion(&self.backend, key, timeout)
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        BlockingBackend::get(&self.backend, key)
-    }
-
-    fn now(&self) -> Instant {
-        BlockingBackend::now(&self.backend)
     }
 }
 

@@ -174,7 +174,7 @@ impl<B: Backend + Inspect + Clone> ConformanceBackend for Async<B> {
     }
 }
 
-impl<B: BlockingBackend + Inspect> ConformanceBackend for Blocking<B> {
+impl<B: Backend + Inspect> ConformanceBackend for Blocking<B> {
     async fn claim(
         &self,
         key: &str,

@@ -5,8 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use idemkit_core::{
-    AsyncIdempotency, Backend, BlockingBackend, Event, Fingerprint, Idempotency, Key, Outcome,
-    Policy, RunError,
+    AsyncIdempotency, Backend, Event, Fingerprint, Idempotency, Key, Outcome, Policy, RunError,
 };
 
 use crate::backend::{Async, Blocking, ConformanceBackend, Inspect};
@@ -49,7 +48,7 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = RunResult> + Send;
 }
 
-impl<B: BlockingBackend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
+impl<B: Backend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
     type Backend = Blocking<B>;
 
     const CANCELS: bool = false;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Error, Record, Response, Timer};
+use idemkit_core::{Backend, Claim, ClaimToken, Error, Record, Response, Timer};
 
 use crate::backend::Inspect;
 
@@ -170,54 +170,6 @@ impl<B: Backend> Backend for FailingBackend<B> {
 
     fn timer(&self) -> Arc<dyn Timer> {
         self.inner.timer()
-    }
-}
-
-impl<B: BlockingBackend> BlockingBackend for FailingBackend<B> {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> Result<Claim, Error> {
-        self.enter(Operation::Claim)?;
-        self.inner
-            .claim(key, fingerprint, fingerprint_version, lease_ttl)
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> Result<bool, Error> {
-        self.enter(Operation::Complete)?;
-        self.inner.complete(key, token, response, expires_after)
-    }
-
-    fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        self.enter(Operation::Release)?;
-        self.inner.release(key, token)
-    }
-
-    fn renew(&self, key: &str, token: &ClaimToken, lease_ttl: Duration) -> Result<bool, Error> {
-        self.enter(Operation::Renew)?;
-        self.inner.renew(key, token, lease_ttl)
-    }
-
-    fn wait_for_completion(&self, key: &str, timeout: Duration) -> Result<Option<Record>, Error> {
-        self.enter(Operation::Wait)?;
-        self.inner.wait_for_completion(key, timeout)
-    }
-
-    fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        self.inner.get(key)
-    }
-
-    fn now(&self) -> Instant {
-        BlockingBackend::now(&self.inner)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::runtime::Runtime;
 use crate::runtimes::Threads;
 use crate::target::{ExactCapacity, ManualTime, Purging, Settings, Target};
 
-fn builder(settings: Settings) -> idemkit_core::Builder {
+fn builder(settings: Settings) -> idemkit_core::InMemoryBuilder {
     InMemoryBackend::builder()
         .max_size(settings.max_size)
         .reclaim_grace(settings.reclaim_grace)
