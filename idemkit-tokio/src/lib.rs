@@ -34,15 +34,15 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use idemkit_tokio::{Claim, InMemoryBackend, TokioTimer};
+//! use idemkit_tokio::{Backend, Claim, InMemoryBackend, TokioTimer};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let backend = InMemoryBackend::builder().timer(TokioTimer).build();
 //! let lease = Duration::from_secs(30);
-//! assert!(matches!(backend.claim("k", "fp", 1, lease), Ok(Claim::New(_))));
+//! assert!(matches!(backend.claim("k", "fp", 1, lease).await, Ok(Claim::New(_))));
 //! tokio::time::advance(Duration::from_secs(31)).await;
-//! assert!(matches!(backend.claim("k", "fp", 1, lease), Ok(Claim::Reclaimed(_))));
+//! assert!(matches!(backend.claim("k", "fp", 1, lease).await, Ok(Claim::Reclaimed(_))));
 //! # }
 //! ```
 #![forbid(unsafe_code)]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idemkit_conformance::backend::{Async, Inspect};
+use idemkit_conformance::backend::Async;
 use idemkit_conformance::runner::{Report, Suite};
 use idemkit_conformance::runtimes::TokioRuntime;
 use idemkit_conformance::targets::InMemoryTokio;
@@ -50,8 +50,6 @@ fn every_vector_runs_and_passes_on_the_in_memory_backend() {
 /// A backend that says it stored a response but forgets it: a replay finds nothing.
 #[derive(Clone)]
 struct Forgetful(InMemoryBackend);
-
-impl Inspect for Forgetful {}
 
 impl Backend for Forgetful {
     async fn claim(
@@ -117,7 +115,7 @@ impl Target for ForgetfulTokio {
     type Executor = AsyncIdempotency<Forgetful>;
 
     fn build(settings: Settings) -> Async<Forgetful> {
-        Async(Forgetful(
+        Async::new(Forgetful(
             InMemoryBackend::builder()
                 .reclaim_grace(settings.reclaim_grace)
                 .timer(TokioTimer)

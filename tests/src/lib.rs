@@ -26,6 +26,7 @@ pub mod runtimes;
 pub mod support;
 mod target;
 pub mod targets;
+mod teardown;
 mod thread_task;
 
 use std::future::Future;
@@ -36,9 +37,16 @@ pub use runtime::Runtime;
 pub use target::{ExactCapacity, ManualTime, Purging, Settings, Target};
 pub use thread_task::{ThreadTask, on_thread};
 
-/// Runs one vector on its target's runtime.
+/// Runs one vector on its target's runtime, then hands every backend it built to
+/// [`Target::after_vector`], whether it passed or failed. A vector's panic is re-raised
+/// after the teardown; a teardown's panic after a vector that passed fails it.
 pub fn run<T: Target, F: Future>(vector: F) -> F::Output {
-    <T::Runtime as Runtime>::block_on(vector)
+    let scope = teardown::Scope::default();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        <T::Runtime as Runtime>::block_on(scope.enter(vector))
+    }));
+    scope.finish(result.is_ok());
+    result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Declares a `#[test]` per vector of the module `$crate::$path`, each running the

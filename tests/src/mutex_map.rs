@@ -17,8 +17,6 @@ use idemkit_core::{
     SystemClock, ThreadTimer, Timer,
 };
 
-use crate::backend::Inspect;
-
 /// A backend over a `Mutex<HashMap>`. Clones share one map.
 #[derive(Clone)]
 pub struct MutexMap {
@@ -76,6 +74,16 @@ impl MutexMap {
                 ..shared
             }),
         }
+    }
+
+    /// Records held, lapsed and expired ones not dropped yet included.
+    pub fn len(&self) -> usize {
+        self.records().len()
+    }
+
+    /// Whether no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn records(&self) -> MutexGuard<'_, HashMap<String, Record>> {
@@ -246,12 +254,6 @@ impl MutexMap {
             let within = polls.next_park(lease_left).min(left);
             futures_lite::future::or(listener, timer.sleep(within)).await;
         }
-    }
-}
-
-impl Inspect for MutexMap {
-    fn held_records(&self) -> Option<usize> {
-        Some(self.records().len())
     }
 }
 

@@ -18,15 +18,27 @@ pub const LONG: Duration = Duration::from_secs(3600);
 /// A wait timeout far longer than any vector should take to wake.
 pub const PATIENT: Duration = Duration::from_secs(30);
 
-/// A backend of target `T` on a [`ManualClock`], and the clock to move it.
+/// A backend of target `T` on a [`ManualClock`], and the clock to move it. The target's
+/// [`after_vector`](Target::after_vector) gets it when the vector ends.
 pub fn manual<T: ManualTime>(settings: Settings) -> (T::Backend, ManualClock) {
     let clock = ManualClock::new();
-    (T::build_on(settings, clock.clone()), clock)
+    (manual_on::<T>(settings, clock.clone()), clock)
 }
 
-/// A backend of target `T` on real time.
+/// A backend of target `T` on `clock`. The target's
+/// [`after_vector`](Target::after_vector) gets it when the vector ends.
+pub fn manual_on<T: ManualTime>(settings: Settings, clock: ManualClock) -> T::Backend {
+    let backend = T::build_on(settings, clock);
+    crate::teardown::built::<T>(&backend);
+    backend
+}
+
+/// A backend of target `T` on real time. The target's
+/// [`after_vector`](Target::after_vector) gets it when the vector ends.
 pub fn real<T: Target>(settings: Settings) -> T::Backend {
-    T::build(settings)
+    let backend = T::build(settings);
+    crate::teardown::built::<T>(&backend);
+    backend
 }
 
 /// A response with a status, a header and a body, so replays can be compared whole.

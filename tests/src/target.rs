@@ -60,6 +60,16 @@ pub trait Target: 'static {
 
     /// A fresh backend (a store of its own) with `settings`, on real time.
     fn build(settings: Settings) -> Self::Backend;
+
+    /// The per-vector teardown hook: called once for every backend the vector built,
+    /// after the vector returned (`passed`) or failed, on the thread that ran it. The
+    /// vector's other handles on the backend may still be alive (a background task
+    /// finishing), so a teardown checks what the vector left and releases what the
+    /// target set up for it (a scratch file, a table, a namespace); a panic here fails a
+    /// vector that passed. By default it does nothing.
+    fn after_vector(backend: &Self::Backend, passed: bool) {
+        let _ = (backend, passed);
+    }
 }
 
 /// A target whose backend can run on a [`ManualClock`]: leases and TTLs lapse when a

@@ -7,7 +7,6 @@ mod check_places;
 mod postgres;
 mod redis;
 mod sqlite;
-mod under_check;
 
 use idemkit_conformance::runner::Report;
 use idemkit_core::{Backend, Operator};

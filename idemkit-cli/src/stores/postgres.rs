@@ -16,7 +16,6 @@ use idemkit_postgres::{
 };
 
 use super::check_places::CheckPlaces;
-use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_table_prefix};
 use crate::failure::Failure;
 
@@ -198,10 +197,10 @@ struct PostgresCheck;
 
 impl Target for PostgresCheck {
     type Runtime = TokioRuntime;
-    type Backend = Async<UnderCheck<PostgresBackend>>;
-    type Executor = AsyncIdempotency<UnderCheck<PostgresBackend>>;
+    type Backend = Async<PostgresBackend>;
+    type Executor = AsyncIdempotency<PostgresBackend>;
 
-    fn build(settings: Settings) -> Async<UnderCheck<PostgresBackend>> {
+    fn build(settings: Settings) -> Async<PostgresBackend> {
         let (url, table) = CHECK_PLACES.next('_');
         let builder = PostgresBackend::builder()
             .url(&url)
@@ -212,13 +211,7 @@ impl Target for PostgresCheck {
         let handle = tokio::runtime::Handle::current();
         let backend = tokio::task::block_in_place(|| handle.block_on(builder.build()))
             .unwrap_or_else(|error| panic!("cannot connect to PostgreSQL: {error}"));
-        Async(UnderCheck(backend))
-    }
-}
-
-/// What the vectors can see of a PostgreSQL backend's bookkeeping: its waiters.
-impl Bookkeeping for PostgresBackend {
-    fn watched_keys(&self) -> Option<usize> {
-        Some(PostgresBackend::watched_keys(self))
+        // The vectors see its waiters.
+        Async::new(backend).watched_keys(PostgresBackend::watched_keys)
     }
 }

@@ -12,7 +12,6 @@ use idemkit_core::AsyncIdempotency;
 use idemkit_redis::{BuildError, Builder, RedisBackend};
 
 use super::check_places::CheckPlaces;
-use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_tag};
 use crate::failure::Failure;
 
@@ -196,26 +195,19 @@ struct RedisCheck;
 
 impl Target for RedisCheck {
     type Runtime = TokioRuntime;
-    type Backend = Async<UnderCheck<RedisBackend>>;
-    type Executor = AsyncIdempotency<UnderCheck<RedisBackend>>;
+    type Backend = Async<RedisBackend>;
+    type Executor = AsyncIdempotency<RedisBackend>;
 
-    fn build(settings: Settings) -> Async<UnderCheck<RedisBackend>> {
+    fn build(settings: Settings) -> Async<RedisBackend> {
         let (url, namespace) = CHECK_PLACES.next('-');
         let builder = builder(&url, &namespace).reclaim_grace(settings.reclaim_grace);
         // Built inside the vector's runtime, so its connections run there.
         let handle = tokio::runtime::Handle::current();
         let backend = tokio::task::block_in_place(|| handle.block_on(builder.build()))
             .unwrap_or_else(|error| panic!("cannot connect to the Redis server: {error}"));
-        Async(UnderCheck(backend))
-    }
-}
-
-/// What the vectors can see of a Redis backend's bookkeeping: its waiters'
-/// subscriptions (records held cannot be counted exactly: Redis expires keys on its own
-/// schedule).
-impl Bookkeeping for RedisBackend {
-    fn watched_keys(&self) -> Option<usize> {
-        Some(RedisBackend::watched_keys(self))
+        // The vectors see its waiters' subscriptions (records held cannot be counted
+        // exactly: Redis expires keys on its own schedule).
+        Async::new(backend).watched_keys(RedisBackend::watched_keys)
     }
 }
 

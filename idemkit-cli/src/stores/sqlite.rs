@@ -12,7 +12,6 @@ use idemkit_core::AsyncIdempotency;
 use idemkit_sqlite::{Migration as SqliteMigration, OpenError, SCHEMA_VERSION, SqliteBackend};
 
 use super::check_places::CheckPlaces;
-use super::under_check::{Bookkeeping, UnderCheck};
 use super::{Checked, Migration, Place, Store, check_table_prefix};
 use crate::failure::Failure;
 
@@ -187,28 +186,19 @@ struct SqliteCheck;
 
 impl Target for SqliteCheck {
     type Runtime = TokioRuntime;
-    type Backend = Async<UnderCheck<SqliteBackend>>;
-    type Executor = AsyncIdempotency<UnderCheck<SqliteBackend>>;
+    type Backend = Async<SqliteBackend>;
+    type Executor = AsyncIdempotency<SqliteBackend>;
 
-    fn build(settings: Settings) -> Async<UnderCheck<SqliteBackend>> {
+    fn build(settings: Settings) -> Async<SqliteBackend> {
         let (path, table) = CHECK_PLACES.next('_');
         let backend = SqliteBackend::builder(&path)
             .table(&table)
             .map(|builder| builder.reclaim_grace(settings.reclaim_grace))
             .and_then(|builder| builder.build())
             .unwrap_or_else(|error| panic!("cannot open the SQLite file: {error}"));
-        Async(UnderCheck(backend))
-    }
-}
-
-/// What the vectors can see of an SQLite backend's bookkeeping: its exact record count
-/// and its waiters.
-impl Bookkeeping for SqliteBackend {
-    fn held_records(&self) -> Option<usize> {
-        self.records().ok().map(|count| count as usize)
-    }
-
-    fn watched_keys(&self) -> Option<usize> {
-        Some(SqliteBackend::watched_keys(self))
+        // The vectors see its exact record count and its waiters.
+        Async::new(backend)
+            .held_records(|backend| backend.records().map_or(0, |count| count as usize))
+            .watched_keys(SqliteBackend::watched_keys)
     }
 }

@@ -39,6 +39,12 @@ impl Scratch {
         })
     }
 
+    /// Leaves the table to whoever drops it.
+    pub fn forget(mut self) {
+        self.table.clear();
+        self.also.clear();
+    }
+
     /// A builder for a backend on this table, migrated at build.
     pub fn builder(&self) -> Builder {
         PostgresBackend::builder()
@@ -52,6 +58,9 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        if self.table.is_empty() {
+            return; // forgotten
+        }
         let mut tables = vec![self.table.clone()];
         tables.extend(self.also.iter().cloned());
         let _ = Command::new("psql")

@@ -5,77 +5,55 @@
 //! clock, which no test can move, so the manual-clock groups do not run, and it has no
 //! fixed capacity or purger (Redis expires keys itself).
 //!
-//! After each vector, when its last handle on the backend is dropped, every key left in
-//! its namespace is checked for a TTL: so after the whole suite, every key left on the
-//! server has one.
+//! The backend goes to the suite as it is. After each vector, each target's
+//! `after_vector` checks that every key left in the vector's namespace has a TTL: so
+//! after the whole suite, every key left on the server has one.
 #![allow(dead_code)] // each test binary uses its own target
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use idemkit_conformance::backend::{Async, Blocking, Inspect};
+use idemkit_conformance::backend::{Async, Blocking};
 use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
 use idemkit_conformance::{Settings, Target};
-use idemkit_core::{
-    AsyncIdempotency, Backend, Claim, ClaimToken, Error, Idempotency, Record, Response, Timer,
-};
+use idemkit_core::{AsyncIdempotency, Idempotency};
 use idemkit_redis::{Builder, RedisBackend};
 
 #[path = "../support/mod.rs"]
 mod support;
 
-/// The Redis backend as the suite drives it, plus the TTL check at the end of a vector.
-#[derive(Clone)]
-pub struct Conformant {
-    backend: RedisBackend,
-    _check: Arc<TtlCheck>,
-}
-
-/// The server URL and namespace of one vector's backend; dropped with its last handle.
-struct TtlCheck {
-    url: String,
-    namespace: String,
-}
-
-impl Drop for TtlCheck {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return;
-        }
-        let mut con = redis::Client::open(self.url.as_str())
-            .and_then(|client| client.get_connection())
-            .expect("the TTL check connects");
-        let pattern = format!("{}:*", self.namespace);
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(&pattern)
-            .query(&mut con)
-            .expect("KEYS");
-        for key in keys {
-            let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).expect("PTTL");
-            assert!(ttl > 0 || ttl == -2, "{key} was left without a TTL ({ttl})");
-        }
+/// The targets' teardown: after a vector that passed, every key left in its namespace
+/// has a TTL (a key without one would stay on the server forever).
+fn check_ttls(backend: &RedisBackend, passed: bool) {
+    let Some(server) = redis_harness::shared().filter(|_| passed) else {
+        return;
+    };
+    let mut con = redis::Client::open(server.url().as_str())
+        .and_then(|client| client.get_connection())
+        .expect("the TTL check connects");
+    let pattern = format!("{}:*", backend.namespace());
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query(&mut con)
+        .expect("KEYS");
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).expect("PTTL");
+        assert!(ttl > 0 || ttl == -2, "{key} was left without a TTL ({ttl})");
     }
 }
 
 /// A backend on the shared server in a fresh namespace, with the vector's reclaim
 /// grace. Without Redis installed the whole binary is skipped here (see `skip`).
-fn builder(settings: Settings) -> (Builder, Arc<TtlCheck>) {
+fn builder(settings: Settings) -> Builder {
     let Some(server) = redis_harness::shared() else {
         skip();
     };
-    let namespace = support::namespace("conformance");
-    let check = Arc::new(TtlCheck {
-        url: server.url(),
-        namespace: namespace.clone(),
-    });
-    let builder = RedisBackend::builder()
+    RedisBackend::builder()
         .url(&server.url())
-        .namespace(namespace)
+        .namespace(support::namespace("conformance"))
         .reclaim_grace(settings.reclaim_grace)
         // Generous: the suite runs many vectors at once on a shared, busy machine.
-        .command_timeout(Duration::from_secs(10));
-    (builder, check)
+        .command_timeout(Duration::from_secs(10))
 }
 
 /// No `redis-server`: `redis_harness::available` has said so (or panicked, when Redis is
@@ -85,98 +63,26 @@ fn skip() -> ! {
     std::process::exit(0)
 }
 
-impl Inspect for Conformant {
-    // Records held: Redis drops expired keys on its own schedule, so there is no exact
-    // count to compare. Waiter entries are this process's own bookkeeping.
-    fn watched_keys(&self) -> Option<usize> {
-        Some(self.backend.watched_keys())
-    }
-}
-
-impl Backend for Conformant {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<Claim, Error>> + Send {
-        Backend::claim(
-            &self.backend,
-            key,
-            fingerprint,
-            fingerprint_version,
-            lease_ttl,
-        )
-    }
-
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::complete(&self.backend, key, token, response, expires_after)
-    }
-
-    fn release(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::release(&self.backend, key, token)
-    }
-
-    fn renew(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::renew(&self.backend, key, token, lease_ttl)
-    }
-
-    fn wait_for_completion(
-        &self,
-        key: &str,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::wait_for_completion(&self.backend, key, timeout)
-    }
-
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::get(&self.backend, key)
-    }
-
-    fn now(&self) -> Instant {
-        Backend::now(&self.backend)
-    }
-
-    fn timer(&self) -> Arc<dyn Timer> {
-        Backend::timer(&self.backend)
-    }
-}
-
 /// The backend through `Backend`, with `AsyncIdempotency`, built and driven on tokio.
 #[derive(Debug)]
 pub struct RedisTokio;
 
 impl Target for RedisTokio {
     type Runtime = TokioRuntime;
-    type Backend = Async<Conformant>;
-    type Executor = AsyncIdempotency<Conformant>;
+    type Backend = Async<RedisBackend>;
+    type Executor = AsyncIdempotency<RedisBackend>;
 
-    fn build(settings: Settings) -> Async<Conformant> {
-        let (builder, check) = builder(settings);
+    fn build(settings: Settings) -> Async<RedisBackend> {
+        let builder = builder(settings);
         // Built inside the vector's runtime, so the connections run on it.
         let handle = tokio::runtime::Handle::current();
         let backend = tokio::task::block_in_place(|| handle.block_on(builder.build()))
             .expect("the backend connects");
-        Async(Conformant {
-            backend,
-            _check: check,
-        })
+        Async::new(backend).watched_keys(RedisBackend::watched_keys)
+    }
+
+    fn after_vector(backend: &Async<RedisBackend>, passed: bool) {
+        check_ttls(backend.backend(), passed);
     }
 }
 
@@ -187,16 +93,17 @@ pub struct RedisSmol;
 
 impl Target for RedisSmol {
     type Runtime = SmolRuntime;
-    type Backend = Async<Conformant>;
-    type Executor = AsyncIdempotency<Conformant>;
+    type Backend = Async<RedisBackend>;
+    type Executor = AsyncIdempotency<RedisBackend>;
 
-    fn build(settings: Settings) -> Async<Conformant> {
-        let (builder, check) = builder(settings);
+    fn build(settings: Settings) -> Async<RedisBackend> {
+        let builder = builder(settings);
         let backend = builder.build_blocking().expect("the backend connects");
-        Async(Conformant {
-            backend,
-            _check: check,
-        })
+        Async::new(backend).watched_keys(RedisBackend::watched_keys)
+    }
+
+    fn after_vector(backend: &Async<RedisBackend>, passed: bool) {
+        check_ttls(backend.backend(), passed);
     }
 }
 
@@ -206,15 +113,16 @@ pub struct RedisBlocking;
 
 impl Target for RedisBlocking {
     type Runtime = Threads;
-    type Backend = Blocking<Conformant>;
-    type Executor = Idempotency<Arc<Conformant>>;
+    type Backend = Blocking<RedisBackend>;
+    type Executor = Idempotency<Arc<RedisBackend>>;
 
-    fn build(settings: Settings) -> Blocking<Conformant> {
-        let (builder, check) = builder(settings);
+    fn build(settings: Settings) -> Blocking<RedisBackend> {
+        let builder = builder(settings);
         let backend = builder.build_blocking().expect("the backend connects");
-        Blocking::new(Conformant {
-            backend,
-            _check: check,
-        })
+        Blocking::new(backend).watched_keys(RedisBackend::watched_keys)
+    }
+
+    fn after_vector(backend: &Blocking<RedisBackend>, passed: bool) {
+        check_ttls(backend.backend(), passed);
     }
 }

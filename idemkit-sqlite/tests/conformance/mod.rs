@@ -2,124 +2,59 @@
 //! each vector on a fresh file, with every group: the manual clock (the backend judges
 //! leases by a `ManualClock` the vector moves), the exact capacity, dropped async waits
 //! and the purger.
+//!
+//! The backend goes to the suite as it is: the suite counts its records and waiters
+//! through its own methods, and each target's `after_vector` removes the vector's file.
 #![allow(dead_code)] // each test binary uses its own target
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use idemkit_conformance::backend::{Async, Blocking, Inspect};
+use idemkit_conformance::backend::{Async, Blocking};
 use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
 use idemkit_conformance::{ExactCapacity, ManualTime, Purging, Settings, Target};
-use idemkit_core::{
-    AsyncIdempotency, Backend, Claim, ClaimToken, Error, Idempotency, ManualClock, Record,
-    Response, Timer,
-};
-use idemkit_sqlite::{Builder, SqliteBackend};
+use idemkit_core::{AsyncIdempotency, Idempotency, ManualClock};
+use idemkit_sqlite::SqliteBackend;
 
 #[path = "../support/mod.rs"]
 mod support;
-
 use support::ScratchFile;
 
-/// The SQLite backend as the suite drives it, with the file it removes at the end.
-#[derive(Clone)]
-pub struct Conformant {
-    backend: SqliteBackend,
-    _file: Arc<ScratchFile>,
-}
-
-fn builder(settings: Settings, file: &ScratchFile) -> Builder {
-    SqliteBackend::builder(file.path())
+/// A backend on a fresh file with `settings`, on `clock` if given. The file is removed by
+/// the target's `after_vector`.
+fn backend(settings: Settings, clock: Option<ManualClock>) -> SqliteBackend {
+    let path = ScratchFile::new("conformance").into_path();
+    let mut builder = SqliteBackend::builder(&path)
         .reclaim_grace(settings.reclaim_grace)
-        .max_records(settings.max_size as u64)
-}
-
-fn conformant(settings: Settings, clock: Option<ManualClock>) -> Conformant {
-    let file = ScratchFile::new("conformance");
-    let mut builder = builder(settings, &file);
+        .max_records(settings.max_size as u64);
     if let Some(clock) = clock {
         builder = builder.clock(clock);
     }
-    Conformant {
-        backend: builder.build().expect("the file opens"),
-        _file: Arc::new(file),
-    }
+    builder.build().expect("the file opens")
 }
 
-impl Inspect for Conformant {
-    fn held_records(&self) -> Option<usize> {
-        Some(self.backend.records().expect("the count reads") as usize)
-    }
-
-    fn watched_keys(&self) -> Option<usize> {
-        Some(self.backend.watched_keys())
-    }
+/// Records in the file, lapsed and expired ones not yet purged included.
+fn held_records(backend: &SqliteBackend) -> usize {
+    backend.records().expect("the count reads") as usize
 }
 
-impl Backend for Conformant {
-    fn claim(
-        &self,
-        key: &str,
-        fingerprint: &str,
-        fingerprint_version: u32,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<Claim, Error>> + Send {
-        Backend::claim(
-            &self.backend,
-            key,
-            fingerprint,
-            fingerprint_version,
-            lease_ttl,
-        )
-    }
+/// `backend` for async code, counted by the suite.
+fn counted(backend: SqliteBackend) -> Async<SqliteBackend> {
+    Async::new(backend)
+        .held_records(held_records)
+        .watched_keys(SqliteBackend::watched_keys)
+}
 
-    fn complete(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        response: Arc<Response>,
-        expires_after: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::complete(&self.backend, key, token, response, expires_after)
-    }
+/// `backend` for blocking code, counted by the suite.
+fn blocking(backend: SqliteBackend) -> Blocking<SqliteBackend> {
+    Blocking::new(backend)
+        .held_records(held_records)
+        .watched_keys(SqliteBackend::watched_keys)
+}
 
-    fn release(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::release(&self.backend, key, token)
-    }
-
-    fn renew(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        lease_ttl: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send {
-        Backend::renew(&self.backend, key, token, lease_ttl)
-    }
-
-    fn wait_for_completion(
-        &self,
-        key: &str,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::wait_for_completion(&self.backend, key, timeout)
-    }
-
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, Error>> + Send {
-        Backend::get(&self.backend, key)
-    }
-
-    fn now(&self) -> Instant {
-        Backend::now(&self.backend)
-    }
-
-    fn timer(&self) -> Arc<dyn Timer> {
-        Backend::timer(&self.backend)
-    }
+/// The targets' teardown: the vector's file goes, with its `-wal` and `-shm`.
+fn remove_file(backend: &SqliteBackend) {
+    ScratchFile::remove_all(backend.path());
 }
 
 /// The backend through `Backend`, with `AsyncIdempotency`, on tokio.
@@ -128,25 +63,29 @@ pub struct SqliteTokio;
 
 impl Target for SqliteTokio {
     type Runtime = TokioRuntime;
-    type Backend = Async<Conformant>;
-    type Executor = AsyncIdempotency<Conformant>;
+    type Backend = Async<SqliteBackend>;
+    type Executor = AsyncIdempotency<SqliteBackend>;
 
-    fn build(settings: Settings) -> Async<Conformant> {
-        Async(conformant(settings, None))
+    fn build(settings: Settings) -> Async<SqliteBackend> {
+        counted(backend(settings, None))
+    }
+
+    fn after_vector(backend: &Async<SqliteBackend>, _passed: bool) {
+        remove_file(backend.backend());
     }
 }
 
 impl ManualTime for SqliteTokio {
-    fn build_on(settings: Settings, clock: ManualClock) -> Async<Conformant> {
-        Async(conformant(settings, Some(clock)))
+    fn build_on(settings: Settings, clock: ManualClock) -> Async<SqliteBackend> {
+        counted(backend(settings, Some(clock)))
     }
 }
 
 impl ExactCapacity for SqliteTokio {}
 
 impl Purging for SqliteTokio {
-    fn run_purger(backend: &Async<Conformant>) -> impl Future<Output = ()> + Send {
-        let backend = backend.0.backend.clone();
+    fn run_purger(backend: &Async<SqliteBackend>) -> impl Future<Output = ()> + Send {
+        let backend = backend.backend().clone();
         async move { backend.run_purger().await }
     }
 }
@@ -157,25 +96,29 @@ pub struct SqliteSmol;
 
 impl Target for SqliteSmol {
     type Runtime = SmolRuntime;
-    type Backend = Async<Conformant>;
-    type Executor = AsyncIdempotency<Conformant>;
+    type Backend = Async<SqliteBackend>;
+    type Executor = AsyncIdempotency<SqliteBackend>;
 
-    fn build(settings: Settings) -> Async<Conformant> {
-        Async(conformant(settings, None))
+    fn build(settings: Settings) -> Async<SqliteBackend> {
+        counted(backend(settings, None))
+    }
+
+    fn after_vector(backend: &Async<SqliteBackend>, _passed: bool) {
+        remove_file(backend.backend());
     }
 }
 
 impl ManualTime for SqliteSmol {
-    fn build_on(settings: Settings, clock: ManualClock) -> Async<Conformant> {
-        Async(conformant(settings, Some(clock)))
+    fn build_on(settings: Settings, clock: ManualClock) -> Async<SqliteBackend> {
+        counted(backend(settings, Some(clock)))
     }
 }
 
 impl ExactCapacity for SqliteSmol {}
 
 impl Purging for SqliteSmol {
-    fn run_purger(backend: &Async<Conformant>) -> impl Future<Output = ()> + Send {
-        let backend = backend.0.backend.clone();
+    fn run_purger(backend: &Async<SqliteBackend>) -> impl Future<Output = ()> + Send {
+        let backend = backend.backend().clone();
         async move { backend.run_purger().await }
     }
 }
@@ -186,17 +129,21 @@ pub struct SqliteBlocking;
 
 impl Target for SqliteBlocking {
     type Runtime = Threads;
-    type Backend = Blocking<Conformant>;
-    type Executor = Idempotency<Arc<Conformant>>;
+    type Backend = Blocking<SqliteBackend>;
+    type Executor = Idempotency<Arc<SqliteBackend>>;
 
-    fn build(settings: Settings) -> Blocking<Conformant> {
-        Blocking::new(conformant(settings, None))
+    fn build(settings: Settings) -> Blocking<SqliteBackend> {
+        blocking(backend(settings, None))
+    }
+
+    fn after_vector(backend: &Blocking<SqliteBackend>, _passed: bool) {
+        remove_file(backend.backend());
     }
 }
 
 impl ManualTime for SqliteBlocking {
-    fn build_on(settings: Settings, clock: ManualClock) -> Blocking<Conformant> {
-        Blocking::new(conformant(settings, Some(clock)))
+    fn build_on(settings: Settings, clock: ManualClock) -> Blocking<SqliteBackend> {
+        blocking(backend(settings, Some(clock)))
     }
 }
 

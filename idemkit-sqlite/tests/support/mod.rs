@@ -27,7 +27,13 @@ impl ScratchFile {
         &self.path
     }
 
-    fn remove_all(path: &Path) {
+    /// The path, which whoever takes it removes (with [`ScratchFile::remove_all`]).
+    pub fn into_path(mut self) -> PathBuf {
+        std::mem::take(&mut self.path)
+    }
+
+    /// Removes the file at `path` and its companions, whichever exist.
+    pub fn remove_all(path: &Path) {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut name = path.as_os_str().to_owned();
             name.push(suffix);
@@ -38,6 +44,9 @@ impl ScratchFile {
 
 impl Drop for ScratchFile {
     fn drop(&mut self) {
-        ScratchFile::remove_all(&self.path);
+        // Empty once taken by `into_path`.
+        if !self.path.as_os_str().is_empty() {
+            ScratchFile::remove_all(&self.path);
+        }
     }
 }

@@ -5,4 +5,4 @@
 mod conformance_backend;
 pub mod vectors;
 
-pub use conformance_backend::{Async, Blocking, ConformanceBackend, Inspect};
+pub use conformance_backend::{Async, Blocking, ConformanceBackend, Counts};

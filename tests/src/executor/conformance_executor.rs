@@ -8,7 +8,7 @@ use idemkit_core::{
     AsyncIdempotency, Backend, Event, Fingerprint, Idempotency, Key, Outcome, Policy, RunError,
 };
 
-use crate::backend::{Async, Blocking, ConformanceBackend, Inspect};
+use crate::backend::{Async, Blocking, ConformanceBackend};
 use crate::executor::op::{Op, OpError, play_async, play_blocking};
 
 /// What one run returns in these tests.
@@ -33,9 +33,6 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     /// This executor, reporting every run's event to `observer`.
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self;
 
-    /// The backend it runs over.
-    fn backend(&self) -> Self::Backend;
-
     /// The executor's policy.
     fn policy(&self) -> &Policy;
 
@@ -48,21 +45,17 @@ pub trait ConformanceExecutor: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = RunResult> + Send;
 }
 
-impl<B: Backend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
+impl<B: Backend> ConformanceExecutor for Idempotency<Arc<B>> {
     type Backend = Blocking<B>;
 
     const CANCELS: bool = false;
 
     fn with_policy(backend: Blocking<B>, policy: Policy) -> Self {
-        Idempotency::with_policy(backend.0, policy)
+        Idempotency::with_policy(Arc::clone(backend.backend()), policy)
     }
 
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         Idempotency::on_event(self, observer)
-    }
-
-    fn backend(&self) -> Blocking<B> {
-        Blocking(Arc::clone(Idempotency::backend(self)))
     }
 
     fn policy(&self) -> &Policy {
@@ -74,21 +67,17 @@ impl<B: Backend + Inspect> ConformanceExecutor for Idempotency<Arc<B>> {
     }
 }
 
-impl<B: Backend + Inspect + Clone> ConformanceExecutor for AsyncIdempotency<B> {
+impl<B: Backend + Clone> ConformanceExecutor for AsyncIdempotency<B> {
     type Backend = Async<B>;
 
     const CANCELS: bool = true;
 
     fn with_policy(backend: Async<B>, policy: Policy) -> Self {
-        AsyncIdempotency::with_policy(backend.0, policy)
+        AsyncIdempotency::with_policy(backend.into_parts().0, policy)
     }
 
     fn on_event(self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         AsyncIdempotency::on_event(self, observer)
-    }
-
-    fn backend(&self) -> Async<B> {
-        Async(AsyncIdempotency::backend(self).clone())
     }
 
     fn policy(&self) -> &Policy {

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Backend, Claim, ClaimToken, Error, Record, Response, Timer};
 
-use crate::backend::Inspect;
-
 /// One of the operations of the backend traits that can fail (`get`, `now` and `timer`
 /// never do here: the vectors read state through them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -170,15 +168,5 @@ impl<B: Backend> Backend for FailingBackend<B> {
 
     fn timer(&self) -> Arc<dyn Timer> {
         self.inner.timer()
-    }
-}
-
-impl<B: Inspect> Inspect for FailingBackend<B> {
-    fn held_records(&self) -> Option<usize> {
-        self.inner.held_records()
-    }
-
-    fn watched_keys(&self) -> Option<usize> {
-        self.inner.watched_keys()
     }
 }

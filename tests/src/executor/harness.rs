@@ -85,7 +85,7 @@ impl Events {
 /// [`ManualClock`], and the clock to move it.
 pub fn manual<T: ManualTime>(setup: Setup) -> (Harness<T>, ManualClock) {
     let clock = ManualClock::new();
-    let backend = T::build_on(setup.settings, clock.clone());
+    let backend = crate::support::manual_on::<T>(setup.settings, clock.clone());
     let harness = Harness::over(backend, setup).expect("the setup's policy is valid");
     (harness, clock)
 }
@@ -97,11 +97,12 @@ pub fn real<T: Target>(setup: Setup) -> Harness<T> {
 
 /// [`real`], or the error the executor's constructor returned.
 pub fn try_real<T: Target>(setup: Setup) -> Result<Harness<T>, Error> {
-    Harness::over(T::build(setup.settings), setup)
+    Harness::over(crate::support::real::<T>(setup.settings), setup)
 }
 
 /// One executor of target `T`, driven from a vector on the target's runtime.
 pub struct Harness<T: Target> {
+    backend: T::Backend,
     executor: T::Executor,
     events: Events,
     observer_panics: bool,
@@ -124,9 +125,10 @@ impl<T: Target> Harness<T> {
         events: Events,
         observer_panics: bool,
     ) -> Result<Harness<T>, Error> {
-        let executor =
-            T::Executor::with_policy(backend, policy).on_event(events.observer(observer_panics));
+        let executor = T::Executor::with_policy(backend.clone(), policy)
+            .on_event(events.observer(observer_panics));
         Ok(Harness {
+            backend,
             executor,
             events,
             observer_panics,
@@ -142,7 +144,7 @@ impl<T: Target> Harness<T> {
     /// Another executor over the same backend with `policy`, reporting to the same
     /// events.
     pub fn sibling(&self, policy: Policy) -> Harness<T> {
-        let backend = self.executor.backend();
+        let backend = self.backend.clone();
         Harness::reporting_to(backend, policy, self.events.clone(), self.observer_panics)
             .expect("the sibling's policy is valid")
     }
@@ -154,7 +156,7 @@ impl<T: Target> Harness<T> {
 
     /// The backend the executor runs over.
     pub fn backend(&self) -> T::Backend {
-        self.executor.backend()
+        self.backend.clone()
     }
 
     /// The events reported so far.

@@ -12,6 +12,20 @@ use crate::runtime::Runtime;
 use crate::runtimes::Threads;
 use crate::target::{ExactCapacity, ManualTime, Purging, Settings, Target};
 
+/// The in-memory backend, counted by the suite.
+fn blocking(backend: InMemoryBackend) -> Blocking<InMemoryBackend> {
+    Blocking::new(backend)
+        .held_records(InMemoryBackend::len)
+        .watched_keys(InMemoryBackend::watched_keys)
+}
+
+/// The in-memory backend, counted by the suite.
+fn counted(backend: InMemoryBackend) -> Async<InMemoryBackend> {
+    Async::new(backend)
+        .held_records(InMemoryBackend::len)
+        .watched_keys(InMemoryBackend::watched_keys)
+}
+
 fn builder(settings: Settings) -> idemkit_core::InMemoryBuilder {
     InMemoryBackend::builder()
         .max_size(settings.max_size)
@@ -29,13 +43,13 @@ impl Target for InMemoryBlocking {
     type Executor = Idempotency<Arc<InMemoryBackend>>;
 
     fn build(settings: Settings) -> Blocking<InMemoryBackend> {
-        Blocking::new(builder(settings).build())
+        blocking(builder(settings).build())
     }
 }
 
 impl ManualTime for InMemoryBlocking {
     fn build_on(settings: Settings, clock: ManualClock) -> Blocking<InMemoryBackend> {
-        Blocking::new(builder(settings).clock(clock).build())
+        blocking(builder(settings).clock(clock).build())
     }
 }
 
@@ -52,13 +66,13 @@ impl<T: Timer + Default, R: Runtime> Target for InMemoryAsync<T, R> {
     type Executor = AsyncIdempotency<InMemoryBackend>;
 
     fn build(settings: Settings) -> Async<InMemoryBackend> {
-        Async(builder(settings).timer(T::default()).build())
+        counted(builder(settings).timer(T::default()).build())
     }
 }
 
 impl<T: Timer + Default, R: Runtime> ManualTime for InMemoryAsync<T, R> {
     fn build_on(settings: Settings, clock: ManualClock) -> Async<InMemoryBackend> {
-        Async(builder(settings).timer(T::default()).clock(clock).build())
+        counted(builder(settings).timer(T::default()).clock(clock).build())
     }
 }
 
@@ -66,7 +80,7 @@ impl<T: Timer + Default, R: Runtime> ExactCapacity for InMemoryAsync<T, R> {}
 
 impl<T: Timer + Default, R: Runtime> Purging for InMemoryAsync<T, R> {
     fn run_purger(backend: &Async<InMemoryBackend>) -> impl Future<Output = ()> + Send {
-        let backend = backend.0.clone();
+        let backend = backend.backend().clone();
         async move { backend.run_purger().await }
     }
 }

@@ -22,13 +22,14 @@ impl Target for MutexMapBlocking {
 
     fn build(settings: Settings) -> Blocking<MutexMap> {
         Blocking::new(MutexMap::new(settings.max_size, settings.reclaim_grace))
+            .held_records(MutexMap::len)
     }
 }
 
 impl ManualTime for MutexMapBlocking {
     fn build_on(settings: Settings, clock: ManualClock) -> Blocking<MutexMap> {
         let backend = MutexMap::new(settings.max_size, settings.reclaim_grace);
-        Blocking::new(backend.on_clock(clock))
+        Blocking::new(backend.on_clock(clock)).held_records(MutexMap::len)
     }
 }
 
@@ -44,13 +45,15 @@ impl<R: Runtime> Target for MutexMapAsync<R> {
     type Executor = AsyncIdempotency<MutexMap>;
 
     fn build(settings: Settings) -> Async<MutexMap> {
-        Async(MutexMap::new(settings.max_size, settings.reclaim_grace))
+        Async::new(MutexMap::new(settings.max_size, settings.reclaim_grace))
+            .held_records(MutexMap::len)
     }
 }
 
 impl<R: Runtime> ManualTime for MutexMapAsync<R> {
     fn build_on(settings: Settings, clock: ManualClock) -> Async<MutexMap> {
-        Async(MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock))
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock);
+        Async::new(backend).held_records(MutexMap::len)
     }
 }
 
