@@ -19,6 +19,7 @@
 
 pub mod backend;
 pub mod executor;
+mod frozen;
 pub mod mutex_map;
 pub mod runner;
 mod runtime;
@@ -33,6 +34,7 @@ use std::future::Future;
 
 pub use backend::ConformanceBackend;
 pub use executor::ConformanceExecutor;
+pub use frozen::FrozenTimer;
 pub use runtime::Runtime;
 pub use target::{ExactCapacity, ManualTime, Purging, Settings, Target};
 pub use thread_task::{ThreadTask, on_thread};

@@ -31,6 +31,8 @@ struct Shared {
     reclaim_grace: Duration,
     clock: Arc<dyn Clock>,
     timer: Arc<dyn Timer>,
+    /// Whether `changed` is never notified (see [`MutexMap::without_wakeups`]).
+    silent: bool,
 }
 
 /// What a waiter finds.
@@ -61,6 +63,7 @@ impl MutexMap {
                 reclaim_grace,
                 clock: Arc::new(SystemClock),
                 timer: Arc::new(ThreadTimer),
+                silent: false,
             }),
         }
     }
@@ -73,6 +76,38 @@ impl MutexMap {
                 clock: Arc::new(clock),
                 ..shared
             }),
+        }
+    }
+
+    /// This (still empty) map, with its waits' re-reads and time-outs on `timer` (a
+    /// [`FrozenTimer`](crate::FrozenTimer) for the wake vectors).
+    pub fn on_timer(self, timer: impl Timer) -> MutexMap {
+        let shared = Arc::into_inner(self.shared).expect("a fresh map has no clones");
+        MutexMap {
+            shared: Arc::new(Shared {
+                timer: Arc::new(timer),
+                ..shared
+            }),
+        }
+    }
+
+    /// This (still empty) map, waking no waiter ever: they find out only by re-reading.
+    /// A broken backend, for the suite's own tests (its wake vectors must fail on it
+    /// when its timers are frozen).
+    pub fn without_wakeups(self) -> MutexMap {
+        let shared = Arc::into_inner(self.shared).expect("a fresh map has no clones");
+        MutexMap {
+            shared: Arc::new(Shared {
+                silent: true,
+                ..shared
+            }),
+        }
+    }
+
+    /// Wakes every waiter, unless this map was built [without](MutexMap::without_wakeups).
+    fn wake_all(&self) {
+        if !self.shared.silent {
+            self.wake_all();
         }
     }
 
@@ -157,7 +192,7 @@ impl MutexMap {
         records.insert(key.to_owned(), record);
         drop(records);
         if reclaimed {
-            self.shared.changed.notify(usize::MAX);
+            self.wake_all();
             Ok(Claim::Reclaimed(token))
         } else {
             Ok(Claim::New(token))
@@ -180,7 +215,7 @@ impl MutexMap {
             .clone()
             .into_completed(now, later(now, expires_after), response);
         drop(records);
-        self.shared.changed.notify(usize::MAX);
+        self.wake_all();
         true
     }
 
@@ -192,7 +227,7 @@ impl MutexMap {
         }
         records.remove(key);
         drop(records);
-        self.shared.changed.notify(usize::MAX);
+        self.wake_all();
         true
     }
 

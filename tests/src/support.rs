@@ -41,6 +41,23 @@ pub fn real<T: Target>(settings: Settings) -> T::Backend {
     backend
 }
 
+/// A backend of target `T` whose timers never fire, if the target can build one (see
+/// [`Target::build_frozen`]). The target's [`after_vector`](Target::after_vector) gets it
+/// when the vector ends.
+pub fn frozen<T: Target>(settings: Settings) -> Option<T::Backend> {
+    let backend = T::build_frozen(settings)?;
+    crate::teardown::built::<T>(&backend);
+    Some(backend)
+}
+
+/// A backend of target `T` on `clock` whose timers never fire, if the target can build
+/// one (see [`ManualTime::build_frozen_on`]).
+pub fn frozen_on<T: ManualTime>(settings: Settings, clock: ManualClock) -> Option<T::Backend> {
+    let backend = T::build_frozen_on(settings, clock)?;
+    crate::teardown::built::<T>(&backend);
+    Some(backend)
+}
+
 /// A response with a status, a header and a body, so replays can be compared whole.
 pub fn response(body: &str) -> Response {
     Response::new(201, body.to_owned()).with_header("content-type", "text/plain")

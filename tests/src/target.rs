@@ -61,6 +61,17 @@ pub trait Target: 'static {
     /// A fresh backend (a store of its own) with `settings`, on real time.
     fn build(settings: Settings) -> Self::Backend;
 
+    /// A fresh backend with `settings` whose own timers never fire (as on a
+    /// [`FrozenTimer`](crate::FrozenTimer)): no re-read on a schedule, no wait time-out;
+    /// leases and TTLs still on real time. The vectors that check a wake-up run on it, so
+    /// that only a notification can end their waits. `None` (the default) when the
+    /// backend's timers cannot be replaced: those vectors then let their waiters settle
+    /// until their next re-read is far off, a weaker check.
+    fn build_frozen(settings: Settings) -> Option<Self::Backend> {
+        let _ = settings;
+        None
+    }
+
     /// The per-vector teardown hook: called once for every backend the vector built,
     /// after the vector returned (`passed`) or failed, on the thread that ran it. The
     /// vector's other handles on the backend may still be alive (a background task
@@ -77,6 +88,13 @@ pub trait Target: 'static {
 pub trait ManualTime: Target {
     /// A fresh backend with `settings` whose leases and TTLs run on `clock`.
     fn build_on(settings: Settings, clock: ManualClock) -> Self::Backend;
+
+    /// [`ManualTime::build_on`], with timers that never fire, as
+    /// [`Target::build_frozen`]; `None` (the default) when they cannot be replaced.
+    fn build_frozen_on(settings: Settings, clock: ManualClock) -> Option<Self::Backend> {
+        let _ = (settings, clock);
+        None
+    }
 }
 
 /// A target whose backend holds at most [`Settings::max_size`] records, exactly, and

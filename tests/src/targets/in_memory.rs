@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use idemkit_core::{AsyncIdempotency, Idempotency, InMemoryBackend, ManualClock, Timer};
 
+use crate::FrozenTimer;
 use crate::backend::{Async, Blocking};
 use crate::runtime::Runtime;
 use crate::runtimes::Threads;
@@ -45,11 +46,24 @@ impl Target for InMemoryBlocking {
     fn build(settings: Settings) -> Blocking<InMemoryBackend> {
         blocking(builder(settings).build())
     }
+
+    fn build_frozen(settings: Settings) -> Option<Blocking<InMemoryBackend>> {
+        Some(blocking(builder(settings).timer(FrozenTimer).build()))
+    }
 }
 
 impl ManualTime for InMemoryBlocking {
     fn build_on(settings: Settings, clock: ManualClock) -> Blocking<InMemoryBackend> {
         blocking(builder(settings).clock(clock).build())
+    }
+
+    fn build_frozen_on(
+        settings: Settings,
+        clock: ManualClock,
+    ) -> Option<Blocking<InMemoryBackend>> {
+        Some(blocking(
+            builder(settings).clock(clock).timer(FrozenTimer).build(),
+        ))
     }
 }
 
@@ -68,11 +82,21 @@ impl<T: Timer + Default, R: Runtime> Target for InMemoryAsync<T, R> {
     fn build(settings: Settings) -> Async<InMemoryBackend> {
         counted(builder(settings).timer(T::default()).build())
     }
+
+    fn build_frozen(settings: Settings) -> Option<Async<InMemoryBackend>> {
+        Some(counted(builder(settings).timer(FrozenTimer).build()))
+    }
 }
 
 impl<T: Timer + Default, R: Runtime> ManualTime for InMemoryAsync<T, R> {
     fn build_on(settings: Settings, clock: ManualClock) -> Async<InMemoryBackend> {
         counted(builder(settings).timer(T::default()).clock(clock).build())
+    }
+
+    fn build_frozen_on(settings: Settings, clock: ManualClock) -> Option<Async<InMemoryBackend>> {
+        Some(counted(
+            builder(settings).timer(FrozenTimer).clock(clock).build(),
+        ))
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use idemkit_core::{AsyncIdempotency, Idempotency, ManualClock};
 
+use crate::FrozenTimer;
 use crate::backend::{Async, Blocking};
 use crate::mutex_map::MutexMap;
 use crate::runtime::Runtime;
@@ -24,12 +25,22 @@ impl Target for MutexMapBlocking {
         Blocking::new(MutexMap::new(settings.max_size, settings.reclaim_grace))
             .held_records(MutexMap::len)
     }
+
+    fn build_frozen(settings: Settings) -> Option<Blocking<MutexMap>> {
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace);
+        Some(Blocking::new(backend.on_timer(FrozenTimer)).held_records(MutexMap::len))
+    }
 }
 
 impl ManualTime for MutexMapBlocking {
     fn build_on(settings: Settings, clock: ManualClock) -> Blocking<MutexMap> {
         let backend = MutexMap::new(settings.max_size, settings.reclaim_grace);
         Blocking::new(backend.on_clock(clock)).held_records(MutexMap::len)
+    }
+
+    fn build_frozen_on(settings: Settings, clock: ManualClock) -> Option<Blocking<MutexMap>> {
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock);
+        Some(Blocking::new(backend.on_timer(FrozenTimer)).held_records(MutexMap::len))
     }
 }
 
@@ -48,12 +59,22 @@ impl<R: Runtime> Target for MutexMapAsync<R> {
         Async::new(MutexMap::new(settings.max_size, settings.reclaim_grace))
             .held_records(MutexMap::len)
     }
+
+    fn build_frozen(settings: Settings) -> Option<Async<MutexMap>> {
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace);
+        Some(Async::new(backend.on_timer(FrozenTimer)).held_records(MutexMap::len))
+    }
 }
 
 impl<R: Runtime> ManualTime for MutexMapAsync<R> {
     fn build_on(settings: Settings, clock: ManualClock) -> Async<MutexMap> {
         let backend = MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock);
         Async::new(backend).held_records(MutexMap::len)
+    }
+
+    fn build_frozen_on(settings: Settings, clock: ManualClock) -> Option<Async<MutexMap>> {
+        let backend = MutexMap::new(settings.max_size, settings.reclaim_grace).on_clock(clock);
+        Some(Async::new(backend.on_timer(FrozenTimer)).held_records(MutexMap::len))
     }
 }
 

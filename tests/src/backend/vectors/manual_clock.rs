@@ -5,13 +5,14 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Clock, State};
 
-use crate::backend::vectors::waits::{PROMPT, SETTLE, spawn_waiters};
+use crate::backend::vectors::waits::{PROMPT, settle, spawn_waiters};
 
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
     FINGERPRINT, LONG, PATIENT, assert_len, assert_watched, expect_completed, expect_in_flight,
-    expect_new, expect_reclaimed, forged_token, manual, response, until_watched,
+    expect_new, expect_reclaimed, forged_token, frozen_on, manual, manual_on, response,
+    until_watched,
 };
 use crate::target::{ManualTime, Settings};
 
@@ -303,16 +304,21 @@ pub async fn manual_clock_never_expires_duration_max<T: ManualTime>() {
 /// claim reclaims the key and completes it, and the waiter returns that new claim's
 /// result, promptly after the completion, rather than `None` for the lapse.
 ///
-/// A poll landing between the lapse and the reclaim would see a lapsed lease and rightly
-/// return `None`; so the waiter first settles (its next poll is then far off) and the
-/// lapse and the reclaim happen back to back, leaving the reclaim's wake-up to find a
-/// live claim again.
+/// A re-read landing between the lapse and the reclaim would see a lapsed lease and
+/// rightly return `None`; so the backend's timers are frozen where the target can, and
+/// its waiter re-reads only when woken (else the waiter first settles, its next re-read
+/// then far off), and the lapse and the reclaim happen back to back, leaving the
+/// reclaim's wake-up to find a live claim again.
 pub async fn a_waiter_follows_a_reclaim_to_the_new_claims_result<T: ManualTime>() {
-    let (backend, clock) = manual::<T>(Settings::default());
+    let clock = idemkit_core::ManualClock::new();
+    let (backend, frozen) = match frozen_on::<T>(Settings::default(), clock.clone()) {
+        Some(backend) => (backend, true),
+        None => (manual_on::<T>(Settings::default(), clock.clone()), false),
+    };
     let lease = Duration::from_secs(10);
     let crashed = expect_new(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());
     let waiters = spawn_waiters::<T, _>(&backend, "k", 1).await;
-    T::Runtime::sleep(SETTLE).await;
+    settle::<T>(frozen).await;
 
     clock.advance(lease + Duration::from_secs(1));
     let token = expect_reclaimed(backend.claim("k", FINGERPRINT, 1, lease).await.unwrap());

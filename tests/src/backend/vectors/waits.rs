@@ -2,9 +2,12 @@
 //! owners and releases.
 //!
 //! Where a vector checks that a wake-up came from the notification rather than the
-//! backed-off poll (50 ms doubling to 1 s), it first lets its waiters sit for
-//! 800 ms, so their next poll is at least 750 ms away: only a notification wakes them
-//! within the 500 ms these vectors allow.
+//! backed-off re-read (50 ms doubling to 1 s), it runs on a backend whose timers never
+//! fire ([`Target::build_frozen`]): nothing but the notification can end the wait, and
+//! the vector's own limit, on the runtime's clock, fails it if none comes. A target that
+//! cannot freeze its backend's timers gets the weaker check: its waiters first sit for
+//! 800 ms, so their next re-read is at least 750 ms away, and only a notification wakes
+//! them within the 500 ms these vectors allow.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,13 +18,31 @@ use idemkit_core::{Record, State};
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
 use crate::support::{
-    FINGERPRINT, LONG, PATIENT, assert_watched, eventually, expect_new, expect_reclaimed, real,
-    response,
+    FINGERPRINT, LONG, PATIENT, assert_watched, eventually, expect_new, expect_reclaimed, frozen,
+    real, response,
 };
 use crate::target::{Settings, Target};
 
-/// How long waiters sit before the event, so that their poll has backed off past 750 ms.
+/// How long waiters sit before the event, on a backend whose timers are not frozen, so
+/// that their re-reads have backed off past 750 ms.
 pub(crate) const SETTLE: Duration = Duration::from_millis(800);
+
+/// A backend for a vector that checks a wake-up: one whose timers never fire if the
+/// target can build it (`true`), else one on real time (`false`).
+pub(crate) fn wake_backend<T: Target>(settings: Settings) -> (T::Backend, bool) {
+    match frozen::<T>(settings) {
+        Some(backend) => (backend, true),
+        None => (real::<T>(settings), false),
+    }
+}
+
+/// Lets waiters that are parked sit until their next re-read is far off, unless their
+/// backend's timers are `frozen` (they never re-read then).
+pub(crate) async fn settle<T: Target>(frozen: bool) {
+    if !frozen {
+        T::Runtime::sleep(SETTLE).await;
+    }
+}
 
 /// The most a notified waiter may take to return, on a noisy shared machine.
 pub(crate) const PROMPT: Duration = Duration::from_millis(500);
@@ -40,8 +61,8 @@ pub(crate) async fn spawn_waiters<T: Target, B: ConformanceBackend>(
             let started = started.clone();
             T::Runtime::spawn(async move {
                 started.fetch_add(1, Ordering::SeqCst);
-                let record = backend.wait_for_completion(key, PATIENT).await;
-                (record, Instant::now())
+                let record = within_patience::<T, _>(backend.wait_for_completion(key, PATIENT));
+                (record.await, Instant::now())
             })
         })
         .collect();
@@ -53,13 +74,23 @@ pub(crate) async fn spawn_waiters<T: Target, B: ConformanceBackend>(
     waiters
 }
 
+/// `wait`'s output, or a failure once [`PATIENT`] has passed on the runtime's clock: the
+/// limit of a wait on a backend whose own timers may never fire.
+pub(crate) async fn within_patience<T: Target, F: std::future::Future>(wait: F) -> F::Output {
+    let limit = async {
+        T::Runtime::sleep(PATIENT).await;
+        panic!("no wake-up ended the wait within {PATIENT:?}");
+    };
+    futures_lite::future::or(wait, limit).await
+}
+
 /// 200 waiters on one key all wake on its one completion, promptly, each with the
 /// completed record sharing the one stored response.
 pub async fn two_hundred_waiters_all_wake_on_one_completion<T: Target>() {
-    let backend = real::<T>(Settings::default());
+    let (backend, frozen) = wake_backend::<T>(Settings::default());
     let token = expect_new(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
     let waiters = spawn_waiters::<T, _>(&backend, "k", 200).await;
-    T::Runtime::sleep(SETTLE).await;
+    settle::<T>(frozen).await;
 
     let completed = Instant::now();
     assert!(
@@ -162,10 +193,10 @@ pub async fn wait_on_a_crashed_owner_returns_once_the_lease_lapses<T: Target>() 
 /// A release wakes every waiter of the key at once with `None` (the caller may claim it
 /// next), long before their 30 s timeout or their next poll.
 pub async fn release_wakes_waiters_with_none_at_once<T: Target>() {
-    let backend = real::<T>(Settings::default());
+    let (backend, frozen) = wake_backend::<T>(Settings::default());
     let token = expect_new(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
     let waiters = spawn_waiters::<T, _>(&backend, "k", 5).await;
-    T::Runtime::sleep(SETTLE).await;
+    settle::<T>(frozen).await;
 
     let released = Instant::now();
     assert!(backend.release("k", &token).await);
