@@ -1,4 +1,4 @@
-//! [`Builder`]: where the database is (a URL or the `PgPool` an application already
+//! [`PostgresBuilder`]: where the database is (a URL or the `PgPool` an application already
 //! has), which table, and the time limits.
 
 use std::str::FromStr;
@@ -34,7 +34,7 @@ use crate::wakeups::Wakeups;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Builder {
+pub struct PostgresBuilder {
     url: Option<String>,
     pool: Option<PgPool>,
     table: String,
@@ -45,18 +45,18 @@ pub struct Builder {
     notify_every_key: bool,
 }
 
-impl Default for Builder {
-    fn default() -> Builder {
-        Builder::new()
+impl Default for PostgresBuilder {
+    fn default() -> PostgresBuilder {
+        PostgresBuilder::new()
     }
 }
 
-impl Builder {
+impl PostgresBuilder {
     /// The defaults: table `idemkit_records`, the in-memory backend's reclaim grace
     /// (60 s), a 5 s operation timeout, 10 connections for a pool made from a URL, and
     /// no migration at build (the table must exist).
-    pub fn new() -> Builder {
-        Builder {
+    pub fn new() -> PostgresBuilder {
+        PostgresBuilder {
             url: None,
             pool: None,
             table: DEFAULT_TABLE.to_owned(),
@@ -69,9 +69,9 @@ impl Builder {
     }
 
     /// Connect to the database at `url` (`postgres://user@host:port/db`) with a pool of
-    /// [`max_connections`](Builder::max_connections).
+    /// [`max_connections`](PostgresBuilder::max_connections).
     #[must_use]
-    pub fn url(mut self, url: &str) -> Builder {
+    pub fn url(mut self, url: &str) -> PostgresBuilder {
         self.url = Some(url.to_owned());
         self
     }
@@ -79,7 +79,7 @@ impl Builder {
     /// Run on this pool, the application's own: the backend's statements take its
     /// connections (one at a time each, briefly). Takes precedence over a URL.
     #[must_use]
-    pub fn pool(mut self, pool: PgPool) -> Builder {
+    pub fn pool(mut self, pool: PgPool) -> PostgresBuilder {
         self.pool = Some(pool);
         self
     }
@@ -88,7 +88,7 @@ impl Builder {
     /// `NOTIFY` channel has the same name; only keys some waiter has marked are notified
     /// there (see the crate docs, "How it works").
     #[must_use]
-    pub fn table(mut self, table: &str) -> Builder {
+    pub fn table(mut self, table: &str) -> PostgresBuilder {
         self.table = table.to_owned();
         self
     }
@@ -96,7 +96,7 @@ impl Builder {
     /// How long a claim whose lease lapsed is kept, so the next claim reports it
     /// reclaimed and a late completion with its token can still land.
     #[must_use]
-    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> PostgresBuilder {
         self.reclaim_grace = reclaim_grace;
         self
     }
@@ -104,17 +104,17 @@ impl Builder {
     /// The longest one statement may take, waiting for a pool connection included,
     /// before its operation fails with `Error::Storage`.
     #[must_use]
-    pub fn operation_timeout(mut self, timeout: Duration) -> Builder {
+    pub fn operation_timeout(mut self, timeout: Duration) -> PostgresBuilder {
         self.operation_timeout = timeout;
         self
     }
 
-    /// The size of the pool made from a URL (not used with [`Builder::pool`]). That pool
+    /// The size of the pool made from a URL (not used with [`PostgresBuilder::pool`]). That pool
     /// does not ping a connection before each use: one that broke while idle fails one
     /// operation with `Error::Storage` and is replaced. (A pool of your own keeps its
     /// own settings; sqlx's default pings, a round trip per statement.)
     #[must_use]
-    pub fn max_connections(mut self, max_connections: u32) -> Builder {
+    pub fn max_connections(mut self, max_connections: u32) -> PostgresBuilder {
         self.max_connections = max_connections.max(1);
         self
     }
@@ -122,7 +122,7 @@ impl Builder {
     /// Create or upgrade the table at build ([`migrate`](crate::migrate)); otherwise the
     /// build fails, saying what to run, unless the table is at the current version.
     #[must_use]
-    pub fn migrate(mut self, migrate: bool) -> Builder {
+    pub fn migrate(mut self, migrate: bool) -> PostgresBuilder {
         self.migrate = migrate;
         self
     }
@@ -133,7 +133,7 @@ impl Builder {
     /// throughput, as each notifying commit takes a server-wide lock (see the crate docs,
     /// "How it works"). The backend's own waiters are woken either way.
     #[must_use]
-    pub fn notify_every_key(mut self, notify_every_key: bool) -> Builder {
+    pub fn notify_every_key(mut self, notify_every_key: bool) -> PostgresBuilder {
         self.notify_every_key = notify_every_key;
         self
     }
@@ -145,7 +145,7 @@ impl Builder {
         self.build_on(spawner).await
     }
 
-    /// [`Builder::build`] for blocking code: outside a tokio runtime it runs on smol
+    /// [`PostgresBuilder::build`] for blocking code: outside a tokio runtime it runs on smol
     /// (the `smol` feature); inside one, on it (a multi-thread runtime, as blocking calls
     /// park the calling thread).
     pub fn build_blocking(self) -> Result<PostgresBackend, BuildError> {

@@ -50,7 +50,7 @@
 //!   benchmark, notifying every completion left about a quarter of the throughput; see
 //!   BENCHMARKS.md in the repository). A `LISTEN` of your own on the channel hears of
 //!   waited-on keys only, unless the backend is built with
-//!   [`notify_every_key(true)`](Builder::notify_every_key). Each backend holds one
+//!   [`notify_every_key(true)`](PostgresBuilder::notify_every_key). Each backend holds one
 //!   `LISTEN` connection of its own (never one of the pool's, so waiters cannot exhaust
 //!   the pool) and demultiplexes to its waiters by key.
 //!   A waiter registers before it reads, returns at once when the owner's lease has
@@ -64,7 +64,7 @@
 //!   operation treats them as absent.
 //! - **Failures are storage errors.** The database down, a lost connection, a statement
 //!   timeout, an exhausted pool, or no answer within the
-//!   [operation timeout](Builder::operation_timeout) are
+//!   [operation timeout](PostgresBuilder::operation_timeout) are
 //!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`PostgresError`]. The
 //!   pool reconnects by itself; nothing needs a restart.
 //! - **Time on this side.** Each reply carries the database's time; a
@@ -126,7 +126,7 @@ mod transaction;
 mod wakeups;
 
 pub use backend::PostgresBackend;
-pub use builder::Builder;
+pub use builder::PostgresBuilder;
 pub use error::{BuildError, PostgresError};
 pub use run_transaction::{RunConnection, RunEffect, RunTransaction};
 #[doc(hidden)]
@@ -140,20 +140,20 @@ pub use transaction::{ClaimedTransaction, Committed, Started};
 pub use sqlx;
 
 impl PostgresBackend {
-    /// A builder, to set the database and everything else: see [`Builder`].
-    pub fn builder() -> Builder {
-        Builder::new()
+    /// A builder, to set the database and everything else: see [`PostgresBuilder`].
+    pub fn builder() -> PostgresBuilder {
+        PostgresBuilder::new()
     }
 
     /// A backend on the database at `url` with the defaults (table `idemkit_records`,
     /// which must exist).
     pub async fn connect(url: &str) -> Result<PostgresBackend, BuildError> {
-        Builder::new().url(url).build().await
+        PostgresBuilder::new().url(url).build().await
     }
 
     /// A backend on the application's pool with the defaults.
     pub async fn from_pool(pool: sqlx::PgPool) -> Result<PostgresBackend, BuildError> {
-        Builder::new().pool(pool).build().await
+        PostgresBuilder::new().pool(pool).build().await
     }
 }
 

@@ -61,7 +61,7 @@ impl SqliteBackend {
     /// (created if the file has none), 60 s reclaim grace, no capacity limit,
     /// `synchronous=FULL`, 5 s busy timeout. A missing file is created.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteBackend, OpenError> {
-        crate::Builder::new(path).build()
+        crate::SqliteBuilder::new(path).build()
     }
 
     /// Creates the table `table` in the file at `path` (and the file) if missing, or

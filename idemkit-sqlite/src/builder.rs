@@ -1,4 +1,4 @@
-//! [`Builder`]: the file, the table and everything else a [`SqliteBackend`] is opened with.
+//! [`SqliteBuilder`]: the file, the table and everything else a [`SqliteBackend`] is opened with.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::table::TableName;
 /// The settings of [`SqliteBackend::open`] and [`SqliteBackend::migrate`].
 pub(crate) fn default_settings() -> Settings {
     Settings {
-        busy_timeout: Builder::DEFAULT_BUSY_TIMEOUT,
+        busy_timeout: SqliteBuilder::DEFAULT_BUSY_TIMEOUT,
         synchronous: Synchronous::Full,
         max_page_count: None,
     }
@@ -45,7 +45,7 @@ pub(crate) fn default_settings() -> Settings {
 /// ```
 #[derive(Clone)]
 #[must_use]
-pub struct Builder {
+pub struct SqliteBuilder {
     path: PathBuf,
     table: TableName,
     rules: Rules,
@@ -55,14 +55,14 @@ pub struct Builder {
     on_corrupt: Option<OnCorrupt>,
 }
 
-impl Builder {
+impl SqliteBuilder {
     /// The busy timeout unless set: how long a write waits for another process's.
     pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
     /// A builder for the file at `path` (created if missing), with the defaults of
     /// [`SqliteBackend::open`].
-    pub fn new(path: impl AsRef<Path>) -> Builder {
-        Builder {
+    pub fn new(path: impl AsRef<Path>) -> SqliteBuilder {
+        SqliteBuilder {
             path: path.as_ref().to_owned(),
             table: TableName::default(),
             rules: Rules {
@@ -78,7 +78,7 @@ impl Builder {
 
     /// The records' table (default `idemkit_records`): a plain identifier, see
     /// [`TableName`]. Processes that share a file and a table share their records.
-    pub fn table(mut self, name: &str) -> Result<Builder, OpenError> {
+    pub fn table(mut self, name: &str) -> Result<SqliteBuilder, OpenError> {
         self.table = TableName::new(name)?;
         Ok(self)
     }
@@ -86,7 +86,7 @@ impl Builder {
     /// How long a claim whose lease lapsed is kept so the next claim reports
     /// `Reclaimed` (default 60 s). It is written into each claim's row, so processes
     /// sharing a table should use the same.
-    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> SqliteBuilder {
         self.rules.reclaim_grace = reclaim_grace;
         self
     }
@@ -94,20 +94,20 @@ impl Builder {
     /// At most `max_records` rows: a claim of a new key beyond that first deletes gone
     /// records, then is refused with `Error::Full` if there is still no room. Nothing is
     /// ever evicted. Unlimited unless set.
-    pub fn max_records(mut self, max_records: u64) -> Builder {
+    pub fn max_records(mut self, max_records: u64) -> SqliteBuilder {
         self.rules.max_records = Some(max_records);
         self
     }
 
     /// What an acknowledged write survives (default [`Synchronous::Full`]: everything).
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Builder {
+    pub fn synchronous(mut self, synchronous: Synchronous) -> SqliteBuilder {
         self.settings.synchronous = synchronous;
         self
     }
 
     /// How long a write waits for another process's write lock before it fails with a
     /// busy [`SqliteError`](crate::SqliteError) (default 5 s).
-    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Builder {
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> SqliteBuilder {
         self.settings.busy_timeout = busy_timeout;
         self
     }
@@ -116,7 +116,7 @@ impl Builder {
     /// the file says otherwise): a write that would grow it further fails as if the disk
     /// were full ([`SqliteError::is_full`](crate::SqliteError::is_full)). No cap unless
     /// set. The tests use it to show what a full disk does.
-    pub fn max_page_count(mut self, pages: u32) -> Builder {
+    pub fn max_page_count(mut self, pages: u32) -> SqliteBuilder {
         self.settings.max_page_count = Some(pages);
         self
     }
@@ -126,7 +126,7 @@ impl Builder {
     /// [`ManualClock`](idemkit_core::ManualClock). Times are written to the file as the
     /// wall clock at build plus how far `clock` has moved, so other processes on the
     /// machine's clock read them as if that much time had passed.
-    pub fn clock(mut self, clock: impl Clock) -> Builder {
+    pub fn clock(mut self, clock: impl Clock) -> SqliteBuilder {
         self.clock = FileClock::following(Arc::new(clock));
         self
     }
@@ -134,7 +134,7 @@ impl Builder {
     /// Refuses a file without the table (with an error naming the `idemkit migrate`
     /// command to run) instead of creating it: for deployments whose tables are made by
     /// a migration step.
-    pub fn require_table(mut self) -> Builder {
+    pub fn require_table(mut self) -> SqliteBuilder {
         self.absent = Absent::Refuse;
         self
     }
@@ -144,7 +144,7 @@ impl Builder {
     pub fn on_corrupt_record(
         mut self,
         callback: impl Fn(&CorruptRecord) + Send + Sync + 'static,
-    ) -> Builder {
+    ) -> SqliteBuilder {
         self.on_corrupt = Some(Arc::new(callback));
         self
     }
@@ -152,7 +152,7 @@ impl Builder {
     /// Opens the file: refuses a file that is not a database, cannot be written (its
     /// permissions give nobody write access, or the file system refuses) or holds the
     /// table in a layout this version does not read, and creates the table if it is
-    /// missing (unless [`Builder::require_table`]), but only in a new or empty file or
+    /// missing (unless [`SqliteBuilder::require_table`]), but only in a new or empty file or
     /// one holding idemkit's tables: a database of other tables only is another
     /// program's, refused ([`SqliteBackend::migrate`] adds the table to it on purpose).
     /// A refused file is left exactly as it was.
@@ -172,9 +172,9 @@ impl Builder {
     }
 }
 
-impl std::fmt::Debug for Builder {
+impl std::fmt::Debug for SqliteBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Builder")
+        f.debug_struct("SqliteBuilder")
             .field("path", &self.path)
             .field("table", &self.table)
             .field("rules", &self.rules)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// record, and the next claim of the key overwrites it and runs the operation as new. It
 /// is never replayed and never an error. Each sighting is logged (a `tracing` warning)
 /// and handed to the callback set with
-/// [`Builder::on_corrupt_record`](crate::Builder::on_corrupt_record). A file or table
+/// [`SqliteBuilder::on_corrupt_record`](crate::SqliteBuilder::on_corrupt_record). A file or table
 /// this version does not understand as a whole is another matter: it is refused at open
 /// ([`OpenError`](crate::OpenError)).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -44,7 +44,7 @@ impl SqliteError {
     }
 
     /// Whether the disk (or the file's page limit, see
-    /// [`Builder::max_page_count`](crate::Builder::max_page_count)) is full.
+    /// [`SqliteBuilder::max_page_count`](crate::SqliteBuilder::max_page_count)) is full.
     pub fn is_full(&self) -> bool {
         self.code() == Some(ErrorCode::DiskFull)
     }

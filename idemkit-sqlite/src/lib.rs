@@ -46,7 +46,7 @@
 //!   lock taken before it reads), whose `WHERE` names the claim token: they act only for
 //!   the token that holds the key. A
 //!   writer of another process waits for the lock up to the [busy
-//!   timeout](Builder::busy_timeout), then fails with a storage error; within one process
+//!   timeout](SqliteBuilder::busy_timeout), then fails with a storage error; within one process
 //!   writes queue on a mutex, never on SQLite's sleeping busy handler.
 //! - **The file's clock is the machine's.** Instants are stored as nanoseconds since the
 //!   Unix epoch, read from this machine's wall clock, which every process sharing the
@@ -72,7 +72,7 @@
 //!   file is created with `auto_vacuum=INCREMENTAL`, so each purge batch hands the freed
 //!   pages back (`PRAGMA incremental_vacuum`): a file that runs for months stays the size
 //!   of its live records. Its write-ahead log is cut back to 4 MiB once a checkpoint
-//!   empties it (`journal_size_limit`), so a burst leaves no peak on disk either. [`Builder::max_records`] caps the rows: a new key beyond it is
+//!   empties it (`journal_size_limit`), so a burst leaves no peak on disk either. [`SqliteBuilder::max_records`] caps the rows: a new key beyond it is
 //!   refused with `Error::Full`, never by evicting anything.
 //! - **Files it does not understand are left alone.** A file that is not a database, a
 //!   read-only file (by the file system, or by permissions that give nobody write
@@ -84,7 +84,7 @@
 //!   write is rolled back. A single row that is not a
 //!   record (damaged, or written by hand) is treated as absent, reported, and
 //!   overwritten by the next claim ([`CorruptRecord`]).
-//! - **Schema.** The table is created when missing ([`Builder::require_table`] refuses
+//! - **Schema.** The table is created when missing ([`SqliteBuilder::require_table`] refuses
 //!   instead), or by [`SqliteBackend::migrate`] / `idemkit migrate sqlite://PATH`, which
 //!   report what they did ([`Migration`]).
 //!
@@ -136,7 +136,7 @@ mod wakeups;
 mod writer;
 
 pub use backend::SqliteBackend;
-pub use builder::Builder;
+pub use builder::SqliteBuilder;
 pub use connection::Synchronous;
 pub use corrupt::CorruptRecord;
 pub use error::{OpenError, SqliteError};
@@ -144,9 +144,9 @@ pub use schema::{Migration, SCHEMA_VERSION};
 pub use table::TableName;
 
 impl SqliteBackend {
-    /// A builder for the file at `path`: see [`Builder`].
-    pub fn builder(path: impl AsRef<std::path::Path>) -> Builder {
-        Builder::new(path)
+    /// A builder for the file at `path`: see [`SqliteBuilder`].
+    pub fn builder(path: impl AsRef<std::path::Path>) -> SqliteBuilder {
+        SqliteBuilder::new(path)
     }
 }
 

@@ -1,11 +1,14 @@
 //! One conformance suite for every idempotency backend and executor.
 //!
 //! Each vector is written once, as a generic async function over a [`Target`]: a backend
-//! driven through one of its traits ([`backend::Async`] or [`backend::Blocking`]), its
-//! executor, and the [`Runtime`] that drives both. What a target can do beyond the
-//! traits it declares by implementing [`ManualTime`], [`ExactCapacity`] or [`Purging`],
-//! and what its backend can show of its bookkeeping by implementing
-//! [`backend::Inspect`]; each vector runs on every target that can run it.
+//! driven through `Backend` ([`backend::Async`]) or `BlockingBackend`
+//! ([`backend::Blocking`]), its executor, and the [`Runtime`] that drives both. What a
+//! target can do beyond the trait it declares by implementing [`ManualTime`],
+//! [`ExactCapacity`] or [`Purging`], and by building its backend on a [`FrozenTimer`]
+//! ([`Target::build_frozen`]); what the suite can count in its backend, by the functions
+//! it gives [`backend::Async`] (`held_records`, `watched_keys`). After each vector,
+//! [`Target::after_vector`] gets every backend the vector built. Each vector runs on
+//! every target that can run it.
 //!
 //! A test file runs the suite for one target with one macro call, naming what the target
 //! supports (see the repository's `tests/README.md`):

@@ -16,14 +16,14 @@ use idemkit_conformance::backend::{Async, Blocking};
 use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
 use idemkit_conformance::{Settings, Target};
 use idemkit_core::{AsyncIdempotency, Idempotency};
-use idemkit_postgres::{Builder, PostgresBackend};
+use idemkit_postgres::{PostgresBackend, PostgresBuilder};
 
 #[path = "../support/mod.rs"]
 mod support;
 
 /// A builder for a backend on a table of its own, which the target's `after_vector`
 /// drops.
-fn builder(settings: Settings) -> Builder {
+fn builder(settings: Settings) -> PostgresBuilder {
     let Some(scratch) = support::Scratch::new("conformance") else {
         // No PostgreSQL (and not required): every vector here needs it.
         std::process::exit(0)

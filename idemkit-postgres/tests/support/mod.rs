@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use idemkit_postgres::{Builder, PostgresBackend};
+use idemkit_postgres::{PostgresBackend, PostgresBuilder};
 
 /// Runs `sql` with `psql` on `url` and returns its unaligned output.
 pub fn psql(url: &str, sql: &str) -> String {
@@ -46,7 +46,7 @@ impl Scratch {
     }
 
     /// A builder for a backend on this table, migrated at build.
-    pub fn builder(&self) -> Builder {
+    pub fn builder(&self) -> PostgresBuilder {
         PostgresBackend::builder()
             .url(&self.url)
             .table(&self.table)
