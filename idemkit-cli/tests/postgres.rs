@@ -6,10 +6,6 @@
 
 mod support;
 
-#[allow(dead_code, unused_imports)]
-#[path = "../../idemkit-tower/examples/conformance_server/app/mod.rs"]
-mod app;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +13,6 @@ use idemkit_core::{Backend, Claim, ClaimToken, Response};
 use idemkit_postgres::PostgresBackend;
 use pg_harness::{PgCluster, unique_name};
 use support::{ConformanceServer, closed_port, http, idemkit, identity_scope};
-
-/// In the child process that `ConformanceServer::start` runs: the server itself.
-#[test]
-fn conformance_server_child() {
-    support::serve_if_child(app::main_with_args);
-}
 
 /// Drops `table` when the test ends, pass or fail.
 struct Table {

@@ -5,10 +5,6 @@
 
 mod support;
 
-#[allow(dead_code, unused_imports)]
-#[path = "../../idemkit-tower/examples/conformance_server/app/mod.rs"]
-mod app;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +13,6 @@ use idemkit_redis::RedisBackend;
 use redis::Commands;
 use redis_harness::RedisServer;
 use support::{ConformanceServer, closed_port, http, idemkit, identity_scope, namespace};
-
-/// In the child process that `ConformanceServer::start` runs: the server itself.
-#[test]
-fn conformance_server_child() {
-    support::serve_if_child(app::main_with_args);
-}
 
 fn connection(server: &RedisServer) -> redis::Connection {
     redis::Client::open(server.url())

@@ -6,10 +6,6 @@
 
 mod support;
 
-#[allow(dead_code, unused_imports)]
-#[path = "../../idemkit-tower/examples/conformance_server/app/mod.rs"]
-mod app;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +13,6 @@ use std::time::Duration;
 use idemkit_core::{Backend, Claim, ClaimToken, Response};
 use idemkit_sqlite::SqliteBackend;
 use support::{ConformanceServer, http, idemkit};
-
-/// In the child process that `ConformanceServer::start` runs: the server itself.
-#[test]
-fn conformance_server_child() {
-    support::serve_if_child(app::main_with_args);
-}
 
 fn url(path: &Path) -> String {
     format!("sqlite://{}", path.display())

@@ -1,5 +1,5 @@
 //! What the command's tests share: running the built `idemkit` binary, the HTTP
-//! conformance server in a child process, and plain HTTP/1.1 requests to it.
+//! conformance server's binary in a child process, and plain HTTP/1.1 requests to it.
 #![allow(dead_code)] // each test binary uses a part
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -62,24 +62,46 @@ pub fn closed_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// Where a child process finds the conformance server's arguments.
-const SERVER_ARGS: &str = "IDEMKIT_CLI_TEST_CONFORMANCE_SERVER_ARGS";
-
-/// The `#[test]` of each test binary that becomes the server in a child process.
-pub const SERVER_TEST: &str = "conformance_server_child";
-
-/// In the child process (started by [`ConformanceServer::start`]), runs the server with
-/// `serve` and never returns; in the test process, returns at once.
-pub fn serve_if_child(serve: impl FnOnce(Vec<String>) -> std::process::ExitCode) {
-    let Ok(args) = std::env::var(SERVER_ARGS) else {
-        return;
-    };
-    let code = serve(args.lines().map(str::to_owned).collect());
-    std::process::exit(i32::from(code != std::process::ExitCode::SUCCESS));
+/// The HTTP conformance server's binary, `idemkit-conformance-server` of idemkit-tower
+/// (feature `conformance-server`), built once per test process by the cargo that runs
+/// the tests: Cargo hands a test only the binaries of its own package. After `cargo test
+/// --workspace --all-features` built it, this finds it at once.
+fn conformance_server_binary() -> &'static std::path::Path {
+    static BINARY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(cargo)
+            // The workspace's features, as `cargo test --workspace --all-features`
+            // resolves them: what that run built is found as it is, not rebuilt.
+            .args([
+                "build",
+                "--quiet",
+                "--message-format=json",
+                "--workspace",
+                "--all-features",
+                "--bin=idemkit-conformance-server",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "cargo could not build idemkit-conformance-server"
+        );
+        // The last artifact message naming an executable is the binary's.
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|message| message["executable"].as_str().map(Into::into))
+            .last()
+            .expect("cargo names the built executable")
+    })
 }
 
-/// The HTTP conformance server (idemkit-tower's example) in a child process: this test
-/// binary again, turned into the server by [`serve_if_child`]. Killed when dropped.
+/// The HTTP conformance server (idemkit-tower's `idemkit-conformance-server`) in a child
+/// process. Killed when dropped.
 pub struct ConformanceServer {
     child: Child,
     pub address: SocketAddr,
@@ -90,9 +112,8 @@ impl ConformanceServer {
     pub fn start(args: &[&str]) -> ConformanceServer {
         let mut all = vec!["--listen", "127.0.0.1:0"];
         all.extend_from_slice(args);
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([SERVER_TEST, "--exact", "--nocapture", "--test-threads=1"])
-            .env(SERVER_ARGS, all.join("\n"))
+        let mut child = Command::new(conformance_server_binary())
+            .args(all)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
