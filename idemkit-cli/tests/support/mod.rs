@@ -93,9 +93,9 @@ fn conformance_server_binary() -> &'static std::path::Path {
         // The last artifact message naming an executable is the binary's.
         String::from_utf8_lossy(&output.stdout)
             .lines()
+            .rev()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter_map(|message| message["executable"].as_str().map(Into::into))
-            .last()
+            .find_map(|message| message["executable"].as_str().map(Into::into))
             .expect("cargo names the built executable")
     })
 }
