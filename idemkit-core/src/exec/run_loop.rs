@@ -17,9 +17,9 @@ use crate::exec::observer::Panic;
 use crate::exec::outcome::{Decision, Outcome, RunError, Unstored};
 use crate::exec::policy::{OnStorageError, Policy};
 use crate::key::Fingerprint;
-use crate::memory::wait::{deadline_after, remaining};
 use crate::record::Record;
 use crate::response::Response;
+use crate::rt::deadline::{deadline_after, remaining};
 use crate::token::ClaimToken;
 
 /// The I/O a run asks its executor for next.

@@ -5,7 +5,7 @@
 //! is left is how a waiter parks, "sleep for at most this long, or be woken": a race
 //! between the key's listener and a sleep on the backend's [`Timer`].
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use event_listener::EventListener;
 
@@ -25,40 +25,9 @@ pub(crate) enum WaitStep {
     },
 }
 
-/// The deadline of a wait that starts at `start` and lasts `timeout`; `None` when the
-/// timeout is too long to represent (it never ends first).
-pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instant> {
-    start.checked_add(timeout)
-}
-
 /// Parks a waiter until `listener` fires or `within` passes on `timer`. Under a blocking
 /// caller this future is polled by [`BlockingBackend`](crate::BlockingBackend), which parks
 /// the thread until one of the two wakes it.
 pub(crate) async fn park(listener: EventListener, within: Duration, timer: &dyn Timer) {
     futures_lite::future::or(listener, timer.sleep(within)).await;
-}
-
-/// How long is left until `deadline` (forever for `None`).
-pub(crate) fn remaining(deadline: Option<Instant>, now: Instant) -> Duration {
-    deadline.map_or(Duration::MAX, |deadline| {
-        deadline.saturating_duration_since(now)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_unrepresentable_timeout_never_ends() {
-        let now = Instant::now();
-        assert_eq!(deadline_after(now, Duration::MAX), None);
-        assert_eq!(remaining(None, now), Duration::MAX);
-        let soon = deadline_after(now, Duration::from_millis(5));
-        assert_eq!(remaining(soon, now), Duration::from_millis(5));
-        assert_eq!(
-            remaining(soon, now + Duration::from_secs(1)),
-            Duration::ZERO
-        );
-    }
 }

@@ -15,6 +15,7 @@
 //!   `idemkit-smol`'s `SmolTimer` sleeps on async-io's reactor.
 
 mod clock;
+pub(crate) mod deadline;
 mod thread_timer;
 
 use std::future::Future;
