@@ -319,17 +319,18 @@ impl Inner {
             .arg(response.status)
             .arg(headers)
             .arg(response.body.as_ref());
-        let stored = match self.write("complete", &call, &storage_key).await {
-            Ok(stored) => stored,
+        // Remembered before it is sent: the server wakes this key's waiters before this
+        // reply arrives, and a waiter that decoded the result first would otherwise hold
+        // an allocation of its own. Only a record this token stored, equal to it, is
+        // ever matched with it, so a completion that fails leaves nothing wrong behind.
+        self.responses.remember(&storage_key, token, response);
+        match self.write("complete", &call, &storage_key).await {
+            Ok(stored) => Ok(stored),
             Err(error) => {
                 self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
-                return Err(error);
+                Err(error)
             }
-        };
-        if stored {
-            self.responses.remember(&storage_key, token, response);
         }
-        Ok(stored)
     }
 
     pub(crate) async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
