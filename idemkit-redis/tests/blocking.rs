@@ -161,3 +161,43 @@ fn a_backend_that_owns_its_runtime_may_be_dropped_inside_another() {
     let other = tokio::runtime::Runtime::new().unwrap();
     other.block_on(async move { drop(backend) });
 }
+
+/// With both runtimes compiled in, `.runtime(SmolRuntime)` puts the connections on smol
+/// even when the backend is built and used inside a tokio runtime (where the `redis`
+/// crate, left to itself, would pick tokio): once that tokio runtime is gone, the
+/// backend still works from plain threads.
+#[cfg(all(feature = "tokio", feature = "smol"))]
+#[test]
+fn smol_chosen_inside_tokio_does_not_depend_on_tokio() {
+    let Some(server) = server() else { return };
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let backend = tokio.block_on(async {
+        let backend = builder(&server.url(), "smol-in-tokio")
+            .runtime(idemkit_redis::SmolRuntime)
+            .build()
+            .await
+            .unwrap();
+        support::until_working(&backend).await;
+        backend
+    });
+    drop(tokio);
+    blocking_calls_work_from_plain_threads(&backend, &server);
+}
+
+/// The same the other way round: `.runtime(TokioRuntime)` given inside smol's
+/// `block_on`, then smol's caller gone, the backend works from plain threads.
+#[cfg(all(feature = "tokio", feature = "smol"))]
+#[test]
+fn tokio_chosen_inside_smol_works_from_plain_threads() {
+    let Some(server) = server() else { return };
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let handle = tokio.handle().clone();
+    let backend = smol::block_on(async {
+        builder(&server.url(), "tokio-in-smol")
+            .runtime(idemkit_redis::TokioRuntime::from(handle))
+            .build()
+            .await
+            .unwrap()
+    });
+    blocking_calls_work_from_plain_threads(&backend, &server);
+}
