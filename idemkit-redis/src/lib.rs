@@ -132,62 +132,76 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-mod backend;
-mod builder;
-mod commands;
-mod corrupt;
-mod error;
-mod headers;
-mod layout;
-mod operator;
-mod record;
-mod releases;
-mod reply;
-mod responses;
-mod runtime;
-mod scripts;
-mod server_clock;
-mod token;
-mod traits;
-mod wait;
-mod wakeups;
+#[cfg(not(any(feature = "tokio", feature = "smol")))]
+compile_error!(
+    "idemkit-redis needs an async runtime for its connections: enable its feature \
+     `tokio` (the default) or `smol`"
+);
 
-pub use backend::RedisBackend;
-pub use builder::{BuildError, Builder, EvictionCheck};
-pub use corrupt::CorruptRecord;
-pub use error::RedisError;
-pub use layout::InvalidNamespace;
-pub use runtime::RuntimeChoice;
+/// Its items only with a runtime feature: without one, the `compile_error!` above is the
+/// only error, not a cascade of missing `redis::aio` items.
+macro_rules! with_a_runtime {
+    ($($item:item)*) => { $( #[cfg(any(feature = "tokio", feature = "smol"))] $item )* };
+}
 
-/// The `redis` crate this one is built on, whose types are part of this API
-/// ([`Builder::client`], [`Builder::connection_manager`], [`RedisError`]'s causes...).
-pub use redis;
+with_a_runtime! {
+    mod backend;
+    mod builder;
+    mod commands;
+    mod corrupt;
+    mod error;
+    mod headers;
+    mod layout;
+    mod operator;
+    mod record;
+    mod releases;
+    mod reply;
+    mod responses;
+    mod runtime;
+    mod scripts;
+    mod server_clock;
+    mod token;
+    mod traits;
+    mod wait;
+    mod wakeups;
 
-/// tokio as the backend's runtime, for [`Builder::runtime`] (from `idemkit-tokio`).
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub use idemkit_tokio::TokioRuntime;
+    pub use backend::RedisBackend;
+    pub use builder::{BuildError, Builder, EvictionCheck};
+    pub use corrupt::CorruptRecord;
+    pub use error::RedisError;
+    pub use layout::InvalidNamespace;
+    pub use runtime::RuntimeChoice;
 
-/// smol as the backend's runtime, for [`Builder::runtime`] (from `idemkit-smol`).
-#[cfg(feature = "smol")]
-#[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
-pub use idemkit_smol::SmolRuntime;
+    /// The `redis` crate this one is built on, whose types are part of this API
+    /// ([`Builder::client`], [`Builder::connection_manager`], [`RedisError`]'s causes...).
+    pub use redis;
 
-impl RedisBackend {
-    /// A builder, to set the server and everything else: see [`Builder`].
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
+    /// tokio as the backend's runtime, for [`Builder::runtime`] (from `idemkit-tokio`).
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub use idemkit_tokio::TokioRuntime;
 
-    /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
-    /// reclaim grace, 1 s command timeout).
-    pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
-        Builder::new().url(url).build().await
-    }
+    /// smol as the backend's runtime, for [`Builder::runtime`] (from `idemkit-smol`).
+    #[cfg(feature = "smol")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+    pub use idemkit_smol::SmolRuntime;
 
-    /// [`RedisBackend::connect`] for blocking code.
-    pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
-        Builder::new().url(url).build_blocking()
+    impl RedisBackend {
+        /// A builder, to set the server and everything else: see [`Builder`].
+        pub fn builder() -> Builder {
+            Builder::new()
+        }
+
+        /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
+        /// reclaim grace, 1 s command timeout).
+        pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
+            Builder::new().url(url).build().await
+        }
+
+        /// [`RedisBackend::connect`] for blocking code.
+        pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
+            Builder::new().url(url).build_blocking()
+        }
     }
 }
 

@@ -17,12 +17,6 @@ use event_listener::Event;
 use idemkit_core::{Runtime, Sleep, Timer};
 use parking_lot::Mutex;
 
-#[cfg(not(any(feature = "tokio", feature = "smol")))]
-compile_error!(
-    "idemkit-redis needs an async runtime for its connections: enable its feature \
-     `tokio` (the default) or `smol`"
-);
-
 /// The async runtime a backend runs on: its connections, its background work and its time
 /// limits. What [`Builder::runtime`](crate::Builder::runtime) takes; made from
 /// `TokioRuntime` (feature `tokio`) or `SmolRuntime` (feature `smol`), both re-exported
