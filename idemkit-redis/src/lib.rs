@@ -25,7 +25,8 @@
 //! ```
 //!
 //! Blocking code uses the same backend through [`Idempotency`](idemkit_core::Idempotency)
-//! ([`RedisBackend::connect_blocking`] builds one without an async runtime).
+//! ([`RedisBackend::connect_blocking`] builds one from blocking code; see
+//! [Runtimes](#runtimes) for what its connections run on).
 //!
 //! # How it works
 //!
