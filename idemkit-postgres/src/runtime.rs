@@ -89,7 +89,8 @@ impl<F: Future> Future for InContext<F> {
 pub(crate) enum Timers {
     /// tokio's when polled inside a tokio runtime, async-io's otherwise.
     Auto,
-    /// Always async-io's, whose timers fire from their own thread: for blocking calls.
+    /// Always one whose timers fire from their own thread (async-io's with the `smol`
+    /// feature, the core's `ThreadTimer` without): for blocking calls.
     Independent,
 }
 
@@ -142,13 +143,20 @@ pub(crate) async fn sleep(timers: Timers, duration: Duration) {
         return;
     }
     let _ = timers;
-    // `Timer::after` panics on an instant it cannot represent: a far one never fires.
-    match Instant::now().checked_add(duration) {
-        Some(at) => {
-            async_io::Timer::at(at).await;
+    #[cfg(feature = "smol")]
+    {
+        // `Timer::after` panics on an instant it cannot represent: a far one never fires.
+        match Instant::now().checked_add(duration) {
+            Some(at) => {
+                async_io::Timer::at(at).await;
+            }
+            None => std::future::pending::<()>().await,
         }
-        None => std::future::pending::<()>().await,
     }
+    // Without smol, async-io is not compiled in: the core's timer, woken by a helper
+    // thread, works under any executor or none (and never fires for a far instant).
+    #[cfg(not(feature = "smol"))]
+    idemkit_core::ThreadTimer.sleep(duration).await;
 }
 
 /// Real time, on whichever runtime polls the sleep.

@@ -17,7 +17,7 @@ use crate::record::{Undecodable, to_record};
 use crate::releases::PendingReleases;
 use crate::reply::{self, ClaimReply, ReadReply, Stored};
 use crate::responses::SharedResponses;
-use crate::runtime::{Elapsed, Spawner, Timers, sleep, within};
+use crate::runtime::{Elapsed, OnRuntime};
 use crate::scripts::SCRIPTS;
 use crate::server_clock::{ServerClock, ServerNow, micros};
 use crate::token;
@@ -73,8 +73,9 @@ pub(crate) struct Inner {
     pub(crate) on_corrupt: Option<OnCorrupt>,
     pub(crate) clock: ServerClock,
     pub(crate) responses: SharedResponses,
-    /// The runtime the backend was built in, for work that must outlive its caller.
-    pub(crate) spawner: Spawner,
+    /// The runtime the connections run on, which runs the backend's background work and
+    /// times its limits (see the crate docs' "Runtimes").
+    pub(crate) runtime: OnRuntime,
     pub(crate) releases: Arc<PendingReleases>,
 }
 
@@ -105,14 +106,13 @@ fn storage(operation: &'static str, cause: Cause) -> Error {
 impl Inner {
     /// Sends `call`, an `EVALSHA` (see [`evalsha`]), within the command timeout; the reply and
     /// when it arrived.
-    async fn call(
-        &self,
-        operation: &'static str,
-        call: &Cmd,
-        timers: Timers,
-    ) -> Result<(Value, RoundTrip), Error> {
+    async fn call(&self, operation: &'static str, call: &Cmd) -> Result<(Value, RoundTrip), Error> {
         let sent = Instant::now();
-        match within(timers, self.command_timeout, self.commands.run(call)).await {
+        match self
+            .runtime
+            .within(self.command_timeout, self.commands.run(call))
+            .await
+        {
             Ok(Ok(value)) => {
                 let seen = Instant::now();
                 Ok((value, RoundTrip { sent, seen }))
@@ -124,23 +124,19 @@ impl Inner {
 
     /// With the `WAIT` option: waits until the configured number of replicas acknowledged
     /// the write just made to `storage_key`, or reports that they did not.
-    async fn replicate(
-        &self,
-        operation: &'static str,
-        storage_key: &str,
-        timers: Timers,
-    ) -> Result<(), Error> {
+    async fn replicate(&self, operation: &'static str, storage_key: &str) -> Result<(), Error> {
         let Some(replicas) = self.replicas else {
             return Ok(());
         };
         let limit = replicas.timeout.saturating_add(self.command_timeout);
-        let waited = within(
-            timers,
-            limit,
-            self.commands
-                .wait_for_replicas(storage_key, replicas.count, replicas.timeout),
-        )
-        .await;
+        let waited = self
+            .runtime
+            .within(
+                limit,
+                self.commands
+                    .wait_for_replicas(storage_key, replicas.count, replicas.timeout),
+            )
+            .await;
         match waited {
             Ok(Ok(acknowledged)) if acknowledged >= i64::from(replicas.count) => Ok(()),
             Ok(Ok(acknowledged)) => Err(storage(
@@ -156,9 +152,9 @@ impl Inner {
     }
 
     /// Waits for a release of `key` this backend has in flight, if any.
-    pub(crate) async fn settled(&self, key: &str, timers: Timers) {
+    pub(crate) async fn settled(&self, key: &str) {
         self.releases
-            .settled(key, timers, self.command_timeout)
+            .settled(key, self.runtime.as_timer(), self.command_timeout)
             .await;
     }
 
@@ -192,19 +188,11 @@ impl Inner {
         fingerprint: &str,
         fingerprint_version: u32,
         lease_ttl: Duration,
-        timers: Timers,
     ) -> Result<Claim, Error> {
-        self.settled(key, timers).await;
+        self.settled(key).await;
         let token = token::fresh().map_err(Error::storage)?;
         let claimed = self
-            .claim_with(
-                key,
-                &token,
-                fingerprint,
-                fingerprint_version,
-                lease_ttl,
-                timers,
-            )
+            .claim_with(key, &token, fingerprint, fingerprint_version, lease_ttl)
             .await;
         if claimed.is_err() {
             self.release_later(key, &token, lease_ttl.saturating_add(self.reclaim_grace));
@@ -221,17 +209,17 @@ impl Inner {
         let pending = self.releases.begin(key);
         let (inner, key, token) = (self.clone(), key.to_owned(), token.clone());
         let give_up = Instant::now().checked_add(horizon);
-        self.spawner.spawn(async move {
+        self.runtime.spawn(async move {
             let _pending = pending;
             let mut pause = RELEASE_RETRY_FIRST;
             loop {
-                if inner.release(&key, &token, Timers::Auto).await.is_ok() {
+                if inner.release(&key, &token).await.is_ok() {
                     return;
                 }
                 if give_up.is_some_and(|at| Instant::now() + pause > at) {
                     return;
                 }
-                sleep(Timers::Auto, pause).await;
+                inner.runtime.sleep(pause).await;
                 pause = (pause * 2).min(RELEASE_RETRY_MAX);
             }
         });
@@ -244,7 +232,6 @@ impl Inner {
         fingerprint: &str,
         fingerprint_version: u32,
         lease_ttl: Duration,
-        timers: Timers,
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
@@ -262,7 +249,7 @@ impl Inner {
                         .map(ToString::to_string)
                         .unwrap_or_default(),
                 );
-            let (value, trip) = self.call("claim", &call, timers).await?;
+            let (value, trip) = self.call("claim", &call).await?;
             let (reply, now) =
                 reply::claim(value).map_err(|bad| storage("claim", Cause::BadReply(bad.0)))?;
             let now = self.clock.observe(now, trip.sent, trip.seen);
@@ -274,7 +261,7 @@ impl Inner {
                     if let Some(reason) = replaced {
                         self.corrupt(key, &storage_key, reason, true);
                     }
-                    self.replicate("claim", &storage_key, timers).await?;
+                    self.replicate("claim", &storage_key).await?;
                     return Ok(if reclaimed {
                         Claim::Reclaimed(token.clone())
                     } else {
@@ -312,9 +299,8 @@ impl Inner {
         token: &ClaimToken,
         response: &Arc<Response>,
         expires_after: Duration,
-        timers: Timers,
     ) -> Result<bool, Error> {
-        self.settled(key, timers).await;
+        self.settled(key).await;
         if !STORED_STATUSES.contains(&response.status) {
             // The scripts read any other status as a corrupt record: refuse it up front.
             self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
@@ -333,29 +319,25 @@ impl Inner {
             .arg(response.status)
             .arg(headers)
             .arg(response.body.as_ref());
-        let stored = match self.write("complete", &call, &storage_key, timers).await {
-            Ok(stored) => stored,
+        // Remembered before it is sent: the server wakes this key's waiters before this
+        // reply arrives, and a waiter that decoded the result first would otherwise hold
+        // an allocation of its own. Only a record this token stored, equal to it, is
+        // ever matched with it, so a completion that fails leaves nothing wrong behind.
+        self.responses.remember(&storage_key, token, response);
+        match self.write("complete", &call, &storage_key).await {
+            Ok(stored) => Ok(stored),
             Err(error) => {
                 self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
-                return Err(error);
+                Err(error)
             }
-        };
-        if stored {
-            self.responses.remember(&storage_key, token, response);
         }
-        Ok(stored)
     }
 
-    pub(crate) async fn release(
-        &self,
-        key: &str,
-        token: &ClaimToken,
-        timers: Timers,
-    ) -> Result<bool, Error> {
+    pub(crate) async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
         let storage_key = self.layout.storage_key(key);
         let mut call = evalsha(&SCRIPTS.release, &storage_key);
         call.arg(token.to_string());
-        self.write("release", &call, &storage_key, timers).await
+        self.write("release", &call, &storage_key).await
     }
 
     pub(crate) async fn renew(
@@ -363,15 +345,14 @@ impl Inner {
         key: &str,
         token: &ClaimToken,
         lease_ttl: Duration,
-        timers: Timers,
     ) -> Result<bool, Error> {
-        self.settled(key, timers).await;
+        self.settled(key).await;
         let storage_key = self.layout.storage_key(key);
         let mut call = evalsha(&SCRIPTS.renew, &storage_key);
         call.arg(token.to_string())
             .arg(micros(lease_ttl))
             .arg(micros(self.reclaim_grace));
-        self.write("renew", &call, &storage_key, timers).await
+        self.write("renew", &call, &storage_key).await
     }
 
     /// Complete, release or renew: whether the token held the key and the write was made
@@ -381,27 +362,21 @@ impl Inner {
         operation: &'static str,
         call: &Cmd,
         storage_key: &str,
-        timers: Timers,
     ) -> Result<bool, Error> {
-        let (value, trip) = self.call(operation, call, timers).await?;
+        let (value, trip) = self.call(operation, call).await?;
         let (done, now) =
             reply::write(value).map_err(|bad| storage(operation, Cause::BadReply(bad.0)))?;
         self.clock.observe(now, trip.sent, trip.seen);
         if done {
-            self.replicate(operation, storage_key, timers).await?;
+            self.replicate(operation, storage_key).await?;
         }
         Ok(done)
     }
 
     /// Reads the record of `key`, stored at `storage_key`.
-    pub(crate) async fn find(
-        &self,
-        key: &str,
-        storage_key: &str,
-        timers: Timers,
-    ) -> Result<Found, Error> {
+    pub(crate) async fn find(&self, key: &str, storage_key: &str) -> Result<Found, Error> {
         let call = evalsha(&SCRIPTS.read, storage_key);
-        let (value, trip) = self.call("read", &call, timers).await?;
+        let (value, trip) = self.call("read", &call).await?;
         let (reply, now) =
             reply::read(value).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
         let now = self.clock.observe(now, trip.sent, trip.seen);
@@ -431,10 +406,10 @@ impl Inner {
         }
     }
 
-    pub(crate) async fn get(&self, key: &str, timers: Timers) -> Result<Option<Record>, Error> {
-        self.settled(key, timers).await;
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
+        self.settled(key).await;
         let storage_key = self.layout.storage_key(key);
-        Ok(match self.find(key, &storage_key, timers).await? {
+        Ok(match self.find(key, &storage_key).await? {
             Found::Nothing => None,
             Found::Claimed { record, .. } | Found::Completed(record) => Some(record),
         })

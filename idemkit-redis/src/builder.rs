@@ -14,7 +14,7 @@ use crate::corrupt::{CorruptRecord, OnCorrupt};
 use crate::error::{Cause, RedisError};
 use crate::layout::Layout;
 use crate::responses::SharedResponses;
-use crate::runtime::{Elapsed, Spawner, Timers, within};
+use crate::runtime::{Elapsed, OnRuntime, RuntimeChoice};
 use crate::server_clock::ServerClock;
 use crate::wakeups::{SubscriberOptions, Wakeups};
 
@@ -53,6 +53,9 @@ pub enum BuildError {
         /// The policy the server reported.
         policy: String,
     },
+    /// The tokio runtime the backend would own (built outside one, with no runtime
+    /// given: see [`Builder::runtime`]) could not be started.
+    Runtime(std::io::Error),
 }
 
 impl fmt::Display for BuildError {
@@ -60,6 +63,12 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::Config(why) => write!(f, "invalid Redis backend configuration: {why}"),
             BuildError::Connect(error) => write!(f, "{error}"),
+            BuildError::Runtime(error) => {
+                write!(
+                    f,
+                    "could not start the Redis backend's tokio runtime: {error}"
+                )
+            }
             BuildError::EvictingPolicy { policy } => write!(
                 f,
                 "the Redis server's maxmemory-policy is {policy:?}, which may evict claims \
@@ -73,6 +82,7 @@ impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BuildError::Connect(error) => Some(error),
+            BuildError::Runtime(error) => Some(error),
             _ => None,
         }
     }
@@ -117,6 +127,7 @@ pub struct Builder {
     replicas: Option<Replicas>,
     eviction: EvictionCheck,
     on_corrupt: Option<OnCorrupt>,
+    runtime: Option<RuntimeChoice>,
 }
 
 impl Builder {
@@ -143,6 +154,7 @@ impl Builder {
             replicas: None,
             eviction: EvictionCheck::default(),
             on_corrupt: None,
+            runtime: None,
         }
     }
 
@@ -269,20 +281,51 @@ impl Builder {
         self
     }
 
-    /// Connects and checks the server, then returns the backend. Call it inside the
-    /// runtime that will use the backend (inside a tokio runtime, the connections run on
-    /// tokio; anywhere else, on smol's global executor).
+    /// The async runtime the backend's connections, background work and time limits run
+    /// on: `TokioRuntime` (feature `tokio`) or `SmolRuntime` (feature `smol`), both
+    /// re-exported at the crate root. The backend then works from
+    /// any caller: tasks of either runtime, or blocking code on plain threads.
+    ///
+    /// Without it: with the `tokio` feature, the tokio runtime [`Builder::build`] (or
+    /// [`Builder::build_blocking`]) is called in, or, outside one, a tokio runtime of the
+    /// backend's own (one worker thread), which lives as long as the backend's clones
+    /// (and its [timer](idemkit_core::Backend::timer)); with only the `smol` feature,
+    /// smol. See the crate docs' "Runtimes".
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "tokio")] {
+    /// use idemkit_redis::{RedisBackend, TokioRuntime};
+    ///
+    /// # fn build(handle: tokio::runtime::Handle) -> Result<(), idemkit_redis::BuildError> {
+    /// // Blocking code whose connections run on an existing tokio runtime.
+    /// let backend = RedisBackend::builder()
+    ///     .url("redis://127.0.0.1:6379/")
+    ///     .runtime(TokioRuntime::from(handle))
+    ///     .build_blocking()?;
+    /// # Ok(()) }
+    /// # }
+    /// ```
+    pub fn runtime(mut self, runtime: impl Into<RuntimeChoice>) -> Builder {
+        self.runtime = Some(runtime.into());
+        self
+    }
+
+    /// Connects and checks the server, then returns the backend, on the runtime
+    /// [`Builder::runtime`] names (or its default).
     pub async fn build(self) -> Result<RedisBackend, BuildError> {
-        self.build_on(Timers::Auto).await
+        let runtime = OnRuntime::resolve(self.runtime.clone()).map_err(BuildError::Runtime)?;
+        // Driven like every operation, so that the connections are made on `runtime`.
+        runtime.clone().drive(self.build_on(runtime)).await
     }
 
-    /// [`Builder::build`] for blocking code: blocks until connected. The connections run
-    /// on smol's global executor, on its own thread, unless called inside a tokio runtime.
+    /// [`Builder::build`] for blocking code: blocks until connected. Outside a tokio
+    /// runtime and with no [`Builder::runtime`], the connections run on a tokio runtime
+    /// of the backend's own (feature `tokio`) or on smol (only the feature `smol`).
     pub fn build_blocking(self) -> Result<RedisBackend, BuildError> {
-        futures_lite::future::block_on(self.build_on(Timers::Independent))
+        futures_lite::future::block_on(self.build())
     }
 
-    async fn build_on(self, timers: Timers) -> Result<RedisBackend, BuildError> {
+    async fn build_on(self, runtime: OnRuntime) -> Result<RedisBackend, BuildError> {
         let target = self.target.map_err(BuildError::Config)?.ok_or_else(|| {
             BuildError::Config("no server: call url, client, connection_manager or cluster".into())
         })?;
@@ -308,12 +351,12 @@ impl Builder {
                         // or a refused password as no reply in time. This one fails at
                         // once, in the server's or the system's own words.
                         let probing = client.get_multiplexed_async_connection();
-                        match within(timers, limit, probing).await {
+                        match runtime.within(limit, probing).await {
                             Ok(Err(error))
                                 if error.kind() == redis::ErrorKind::AuthenticationFailed =>
                             {
                                 let asking = refusal_words(&client);
-                                let words = within(timers, limit, asking).await.ok().flatten();
+                                let words = runtime.within(limit, asking).await.ok().flatten();
                                 let cause = Cause::Unauthorized { error, words };
                                 return Err(BuildError::Connect(RedisError::new("connect", cause)));
                             }
@@ -325,10 +368,11 @@ impl Builder {
                             // Each operation is bounded by the command timeout instead.
                             .set_response_timeout(None);
                         let connecting = ConnectionManager::new_with_config(client.clone(), config);
-                        connected(within(timers, limit, connecting).await, limit)?
+                        connected(runtime.within(limit, connecting).await, limit)?
                     }
                 };
-                let wakeups = connected(Ok(Wakeups::for_server(&client, &options)), limit)?;
+                let wakeups =
+                    connected(Ok(Wakeups::for_server(&client, &options, &runtime)), limit)?;
                 (Commands::Server(manager), wakeups)
             }
             Target::Cluster { nodes, connection } => {
@@ -342,16 +386,16 @@ impl Builder {
                                 .get_async_connection()
                                 .await
                         };
-                        connected(within(timers, limit, connecting).await, limit)?
+                        connected(runtime.within(limit, connecting).await, limit)?
                     }
                 };
-                let subscribing = Wakeups::for_cluster(&nodes, &options);
-                let wakeups = connected(within(timers, limit, subscribing).await, limit)?;
+                let subscribing = Wakeups::for_cluster(&nodes, &options, &runtime);
+                let wakeups = connected(runtime.within(limit, subscribing).await, limit)?;
                 (Commands::Cluster(connection), wakeups)
             }
         };
-        check_eviction(&commands, self.eviction, self.command_timeout, timers).await?;
-        connected(within(timers, limit, commands.load_scripts()).await, limit)?;
+        check_eviction(&commands, self.eviction, self.command_timeout, &runtime).await?;
+        connected(runtime.within(limit, commands.load_scripts()).await, limit)?;
         Ok(RedisBackend {
             inner: Arc::new(Inner {
                 commands,
@@ -364,7 +408,7 @@ impl Builder {
                 on_corrupt: self.on_corrupt,
                 clock: ServerClock::default(),
                 responses: SharedResponses::default(),
-                spawner: Spawner::current(),
+                runtime,
                 releases: Arc::default(),
             }),
         })
@@ -385,6 +429,7 @@ impl fmt::Debug for Builder {
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("eviction", &self.eviction)
+            .field("runtime", &self.runtime)
             .finish_non_exhaustive()
     }
 }
@@ -462,12 +507,15 @@ async fn check_eviction(
     commands: &Commands,
     check: EvictionCheck,
     limit: Duration,
-    timers: Timers,
+    runtime: &OnRuntime,
 ) -> Result<(), BuildError> {
     if check == EvictionCheck::Skip {
         return Ok(());
     }
-    let policies = match within(timers, limit, commands.config_values("maxmemory-policy")).await {
+    let policies = match runtime
+        .within(limit, commands.config_values("maxmemory-policy"))
+        .await
+    {
         Ok(Ok(policies)) if !policies.is_empty() => policies,
         Ok(Ok(_)) | Ok(Err(_)) | Err(Elapsed) => {
             tracing::warn!(

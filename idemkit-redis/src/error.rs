@@ -43,7 +43,7 @@ impl RedisError {
         RedisError { operation, cause }
     }
 
-    /// The runtime the backend was built in has shut down: its connections are gone.
+    /// The runtime the backend runs on has shut down: its connections are gone.
     pub(crate) fn runtime_gone(operation: &'static str) -> RedisError {
         RedisError::new(operation, Cause::RuntimeGone)
     }
@@ -93,7 +93,7 @@ impl fmt::Display for RedisError {
             Cause::TimedOut(limit) => write!(f, "no reply within {limit:?}"),
             Cause::BadReply(what) => write!(f, "unexpected reply: {what}"),
             Cause::RuntimeGone => f.write_str(
-                "the async runtime the backend was built in has shut down, and its connections with it",
+                "the async runtime the backend runs on has shut down, and its connections with it",
             ),
             Cause::Unstorable(status) => write!(
                 f,

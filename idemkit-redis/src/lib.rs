@@ -25,7 +25,8 @@
 //! ```
 //!
 //! Blocking code uses the same backend through [`Idempotency`](idemkit_core::Idempotency)
-//! ([`RedisBackend::connect_blocking`] builds one without an async runtime).
+//! ([`RedisBackend::connect_blocking`] builds one from blocking code; see
+//! [Runtimes](#runtimes) for what its connections run on).
 //!
 //! # How it works
 //!
@@ -97,57 +98,111 @@
 //!
 //! # Runtimes
 //!
-//! The connections are driven by the `redis` crate on the runtime the backend was built
-//! in: inside a tokio runtime (which needs its I/O and time drivers, as `#[tokio::main]`
-//! gives), on tokio; anywhere else, on smol's global executor, which runs on its own
-//! thread and so serves smol code and blocking code alike. Build the backend where it
-//! will be used, and keep that runtime alive while it is. Blocking calls park their
-//! thread: make them from threads, not from inside an async task.
+//! Runtimes are cargo features, as in the `redis` crate: `tokio` (the default) and
+//! `smol`. Compile only the one you use (`default-features = false, features =
+//! ["smol"]` for smol); with neither, the crate does not compile.
+//!
+//! A backend runs on one runtime, chosen when it is built and never by where it happens
+//! to be polled: its connections (driven by the `redis` crate), its background work
+//! (a release nobody waits for, an unsubscribe) and its time limits. Name it with
+//! [`Builder::runtime`], or take the default:
+//!
+//! - **Feature `tokio` (alone or with `smol`):** the tokio runtime [`Builder::build`] or
+//!   [`Builder::build_blocking`] is called in (it needs its I/O and time drivers, as
+//!   `#[tokio::main]` gives). Outside one, a tokio runtime of the backend's own: one
+//!   worker thread, shut down (without waiting) when the last clone of the backend, of
+//!   its [timer](idemkit_core::Backend::timer), or of a task it spawned is gone.
+//! - **Only feature `smol`:** `SmolRuntime`: smol's global executor and async-io's
+//!   reactor, which run on threads of their own.
+//! - **Both features:** tokio as above, unless `.runtime(SmolRuntime)` is given.
+//!
+//! Whatever the runtime, the backend serves every caller: tasks of tokio or smol, and
+//! blocking code, whose calls (through [`BlockingBackend`](idemkit_core::BlockingBackend))
+//! block on the async operation with `futures_lite::future::block_on` on the caller's
+//! thread. Each operation is driven so that the `redis` crate finds the backend's
+//! runtime: on tokio, the runtime's handle is entered around every poll; on smol (with
+//! both features compiled in), an operation polled inside a tokio runtime runs as a task
+//! of smol's executor, where the `redis` crate, which looks for a tokio context, does not
+//! see one. Nothing here is global: no `redis::aio::prefer_tokio`/`prefer_smol` is
+//! called (and calling one yourself overrides this choice for the whole process).
+//!
+//! Blocking calls park their thread: make them from threads, not from inside an async
+//! task, and never from the thread of a single-threaded tokio runtime the backend runs
+//! on, which its connections need.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-mod backend;
-mod builder;
-mod commands;
-mod corrupt;
-mod error;
-mod headers;
-mod layout;
-mod operator;
-mod record;
-mod releases;
-mod reply;
-mod responses;
-mod runtime;
-mod scripts;
-mod server_clock;
-mod token;
-mod traits;
-mod wait;
-mod wakeups;
+#[cfg(not(any(feature = "tokio", feature = "smol")))]
+compile_error!(
+    "idemkit-redis needs an async runtime for its connections: enable its feature \
+     `tokio` (the default) or `smol`"
+);
 
-pub use backend::RedisBackend;
-pub use builder::{BuildError, Builder, EvictionCheck};
-pub use corrupt::CorruptRecord;
-pub use error::RedisError;
-pub use layout::InvalidNamespace;
+/// Its items only with a runtime feature: without one, the `compile_error!` above is the
+/// only error, not a cascade of missing `redis::aio` items.
+macro_rules! with_a_runtime {
+    ($($item:item)*) => { $( #[cfg(any(feature = "tokio", feature = "smol"))] $item )* };
+}
 
-impl RedisBackend {
-    /// A builder, to set the server and everything else: see [`Builder`].
-    pub fn builder() -> Builder {
-        Builder::new()
-    }
+with_a_runtime! {
+    mod backend;
+    mod builder;
+    mod commands;
+    mod corrupt;
+    mod error;
+    mod headers;
+    mod layout;
+    mod operator;
+    mod record;
+    mod releases;
+    mod reply;
+    mod responses;
+    mod runtime;
+    mod scripts;
+    mod server_clock;
+    mod token;
+    mod traits;
+    mod wait;
+    mod wakeups;
 
-    /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
-    /// reclaim grace, 1 s command timeout).
-    pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
-        Builder::new().url(url).build().await
-    }
+    pub use backend::RedisBackend;
+    pub use builder::{BuildError, Builder, EvictionCheck};
+    pub use corrupt::CorruptRecord;
+    pub use error::RedisError;
+    pub use layout::InvalidNamespace;
+    pub use runtime::RuntimeChoice;
 
-    /// [`RedisBackend::connect`] for blocking code.
-    pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
-        Builder::new().url(url).build_blocking()
+    /// The `redis` crate this one is built on, whose types are part of this API
+    /// ([`Builder::client`], [`Builder::connection_manager`], [`RedisError`]'s causes...).
+    pub use redis;
+
+    /// tokio as the backend's runtime, for [`Builder::runtime`] (from `idemkit-tokio`).
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub use idemkit_tokio::TokioRuntime;
+
+    /// smol as the backend's runtime, for [`Builder::runtime`] (from `idemkit-smol`).
+    #[cfg(feature = "smol")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+    pub use idemkit_smol::SmolRuntime;
+
+    impl RedisBackend {
+        /// A builder, to set the server and everything else: see [`Builder`].
+        pub fn builder() -> Builder {
+            Builder::new()
+        }
+
+        /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
+        /// reclaim grace, 1 s command timeout).
+        pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
+            Builder::new().url(url).build().await
+        }
+
+        /// [`RedisBackend::connect`] for blocking code.
+        pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
+            Builder::new().url(url).build_blocking()
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use redis::{Cmd, Pipeline, Value};
 use crate::backend::{Inner, RedisBackend};
 use crate::commands::Commands;
 use crate::error::{Cause, RedisError};
-use crate::runtime::{Elapsed, Timers, within};
+use crate::runtime::Elapsed;
 
 /// How many keys one `SCAN` step asks for (a hint to the server).
 const SCAN_COUNT: usize = 500;
@@ -155,7 +155,11 @@ fn server_micros(value: &Value) -> Option<u64> {
 impl Inner {
     /// Sends `cmd` within the command timeout.
     async fn operator_command(&self, operation: &'static str, cmd: &Cmd) -> Result<Value, Error> {
-        match within(Timers::Auto, self.command_timeout, self.commands.send(cmd)).await {
+        match self
+            .runtime
+            .within(self.command_timeout, self.commands.send(cmd))
+            .await
+        {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
             Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
@@ -175,12 +179,13 @@ impl Inner {
             ));
         };
         let mut manager = manager.clone();
-        match within(
-            Timers::Auto,
-            self.command_timeout,
-            pipeline.query_async::<Vec<Value>>(&mut manager),
-        )
-        .await
+        match self
+            .runtime
+            .within(
+                self.command_timeout,
+                pipeline.query_async::<Vec<Value>>(&mut manager),
+            )
+            .await
         {
             Ok(Ok(values)) => Ok(values),
             Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
@@ -329,13 +334,21 @@ impl Operator for RedisBackend {
     /// Counts the namespace's records by state, by the server's clock; `size_bytes` is
     /// the sum of `MEMORY USAGE` over them (`None` if the server would not say).
     async fn stats(&self) -> Result<StoreStats, Error> {
-        self.inner.stats().await
+        let inner = self.inner.clone();
+        self.inner
+            .runtime
+            .drive(async move { inner.stats().await })
+            .await
     }
 
     /// Deletes at most `limit` records that are gone but whose keys are still there
     /// (see the module docs: Redis deletes the others itself).
     async fn purge_batch(&self, limit: usize) -> Result<u64, Error> {
-        self.inner.purge_batch(limit).await
+        let inner = self.inner.clone();
+        self.inner
+            .runtime
+            .drive(async move { inner.purge_batch(limit).await })
+            .await
     }
 }
 

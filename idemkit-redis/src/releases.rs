@@ -13,7 +13,9 @@ use std::time::Duration;
 use event_listener::Event;
 use parking_lot::Mutex;
 
-use crate::runtime::{Timers, within};
+use idemkit_core::Timer;
+
+use crate::runtime::within;
 
 /// The keys with a release in flight.
 #[derive(Debug, Default)]
@@ -44,11 +46,11 @@ impl PendingReleases {
     }
 
     /// Waits until no release of `key` is in flight, at most `limit`.
-    pub(crate) async fn settled(&self, key: &str, timers: Timers, limit: Duration) {
+    pub(crate) async fn settled(&self, key: &str, timer: &dyn Timer, limit: Duration) {
         if !self.in_flight(key) {
             return;
         }
-        let _ = within(timers, limit, async {
+        let _ = within(timer, limit, async {
             loop {
                 let listener = self.done.listen();
                 if !self.in_flight(key) {
@@ -86,14 +88,14 @@ mod tests {
         futures_lite::future::block_on(async {
             // Another key does not wait.
             releases
-                .settled("other", Timers::Independent, Duration::from_secs(60))
+                .settled("other", &idemkit_core::ThreadTimer, Duration::from_secs(60))
                 .await;
             let release = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(20));
                 drop(pending);
             });
             releases
-                .settled("k", Timers::Independent, Duration::from_secs(60))
+                .settled("k", &idemkit_core::ThreadTimer, Duration::from_secs(60))
                 .await;
             assert!(!releases.in_flight("k"));
             release.join().unwrap();
@@ -102,7 +104,7 @@ mod tests {
         let _stuck = releases.begin("stuck");
         futures_lite::future::block_on(releases.settled(
             "stuck",
-            Timers::Independent,
+            &idemkit_core::ThreadTimer,
             Duration::from_millis(10),
         ));
     }

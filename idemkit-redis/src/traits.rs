@@ -4,32 +4,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Backend, Claim, ClaimToken, Clock, Error, Record, Response};
-use idemkit_core::{Sleep, Timer};
+use idemkit_core::Timer;
+use idemkit_core::{Backend, Claim, ClaimToken, Error, Record, Response};
 
 use crate::backend::RedisBackend;
 use crate::error::RedisError;
-use crate::runtime::{Timers, sleep};
-
-/// Real time: tokio's sleep when polled inside a tokio runtime, async-io's anywhere else.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RuntimeTimer;
-
-impl Clock for RuntimeTimer {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
-
-impl Timer for RuntimeTimer {
-    fn sleep(&self, duration: Duration) -> Sleep {
-        Box::pin(sleep(Timers::Auto, duration))
-    }
-}
+use crate::runtime::handoff;
 
 /// Async code: each operation is one round trip (a wait, as many as it takes), bounded
-/// by the command timeout. A dropped future abandons its command: the server may still
-/// carry it out, as with any lost reply.
+/// by the command timeout on the backend's runtime. Each is driven so that it reaches
+/// the backend's runtime from any caller (a task of any runtime, or
+/// `futures_lite::future::block_on` on a plain thread; see the crate docs' "Runtimes").
+/// A dropped future abandons its command: the server may still carry it out, as with any
+/// lost reply.
 impl Backend for RedisBackend {
     async fn claim(
         &self,
@@ -38,14 +25,15 @@ impl Backend for RedisBackend {
         fingerprint_version: u32,
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
+        let (inner, key, fingerprint) =
+            (self.inner.clone(), key.to_owned(), fingerprint.to_owned());
         self.inner
-            .claim(
-                key,
-                fingerprint,
-                fingerprint_version,
-                lease_ttl,
-                Timers::for_caller(),
-            )
+            .runtime
+            .drive(async move {
+                inner
+                    .claim(&key, &fingerprint, fingerprint_version, lease_ttl)
+                    .await
+            })
             .await
     }
 
@@ -56,8 +44,10 @@ impl Backend for RedisBackend {
         response: Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
+        let (inner, key, token) = (self.inner.clone(), key.to_owned(), token.clone());
         self.inner
-            .complete(key, token, &response, expires_after, Timers::for_caller())
+            .runtime
+            .drive(async move { inner.complete(&key, &token, &response, expires_after).await })
             .await
     }
 
@@ -65,17 +55,18 @@ impl Backend for RedisBackend {
     /// future after polling it once (the executor, when a run is dropped) still releases
     /// the key instead of leaving it to lapse.
     async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
-        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let (sender, receipt) = handoff();
         let (inner, key, token) = (self.inner.clone(), key.to_owned(), token.clone());
         let pending = self.inner.releases.begin(&key);
-        self.inner.spawner.spawn(async move {
-            let released = inner.release(&key, &token, Timers::Auto).await;
+        self.inner.runtime.spawn(async move {
+            let released = inner.release(&key, &token).await;
             drop(pending);
-            let _ = sender.send(released);
+            sender.send(released);
         });
-        receiver
+        receipt
+            .recv()
             .await
-            .unwrap_or_else(|_| Err(Error::storage(RedisError::runtime_gone("release"))))
+            .unwrap_or_else(|| Err(Error::storage(RedisError::runtime_gone("release"))))
     }
 
     async fn renew(
@@ -84,8 +75,10 @@ impl Backend for RedisBackend {
         token: &ClaimToken,
         lease_ttl: Duration,
     ) -> Result<bool, Error> {
+        let (inner, key, token) = (self.inner.clone(), key.to_owned(), token.clone());
         self.inner
-            .renew(key, token, lease_ttl, Timers::for_caller())
+            .runtime
+            .drive(async move { inner.renew(&key, &token, lease_ttl).await })
             .await
     }
 
@@ -94,13 +87,19 @@ impl Backend for RedisBackend {
         key: &str,
         timeout: Duration,
     ) -> Result<Option<Record>, Error> {
+        let (inner, key) = (self.inner.clone(), key.to_owned());
         self.inner
-            .wait_for_completion(key, timeout, Timers::for_caller())
+            .runtime
+            .drive(async move { inner.wait_for_completion(&key, timeout).await })
             .await
     }
 
     async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
-        self.inner.get(key, Timers::for_caller()).await
+        let (inner, key) = (self.inner.clone(), key.to_owned());
+        self.inner
+            .runtime
+            .drive(async move { inner.get(&key).await })
+            .await
     }
 
     /// The local clock: records' instants are the server's mapped onto it (see the
@@ -113,7 +112,9 @@ impl Backend for RedisBackend {
         "redis"
     }
 
+    /// The backend's runtime (see the crate docs' "Runtimes"): the executor's heartbeat
+    /// and waits sleep on the clock the backend's own time limits use.
     fn timer(&self) -> Arc<dyn Timer> {
-        Arc::new(RuntimeTimer)
+        self.inner.runtime.timer()
     }
 }

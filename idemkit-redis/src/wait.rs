@@ -6,7 +6,6 @@ use std::time::Duration;
 use idemkit_core::{Error, PollSchedule, Record};
 
 use crate::backend::{Found, Inner};
-use crate::runtime::{Timers, sleep, within};
 
 impl Inner {
     /// The completed record of `key` as soon as it lands; `None` at once for no record or
@@ -17,9 +16,8 @@ impl Inner {
         &self,
         key: &str,
         timeout: Duration,
-        timers: Timers,
     ) -> Result<Option<Record>, Error> {
-        self.settled(key, timers).await;
+        self.settled(key).await;
         let storage_key = self.layout.storage_key(key);
         let watcher = self.wakeups.watch(&storage_key);
         let waiting = async {
@@ -31,9 +29,12 @@ impl Inner {
                 if !watcher.is_subscribed() {
                     // A failure only costs latency: the poll below is the floor, and the
                     // next step subscribes again.
-                    let _ = within(timers, self.command_timeout, watcher.ensure_subscribed()).await;
+                    let _ = self
+                        .runtime
+                        .within(self.command_timeout, watcher.ensure_subscribed())
+                        .await;
                 }
-                let lease_left = match self.find(key, &storage_key, timers).await? {
+                let lease_left = match self.find(key, &storage_key).await? {
                     Found::Nothing => return Ok(None),
                     Found::Completed(record) => return Ok(Some(record)),
                     // The owner's lease lapsed: it has probably crashed, and waiting
@@ -47,9 +48,12 @@ impl Inner {
                     } => left,
                 };
                 let park = polls.next_park(lease_left);
-                futures_lite::future::or(listener, sleep(timers, park)).await;
+                futures_lite::future::or(listener, self.runtime.sleep(park)).await;
             }
         };
-        within(timers, timeout, waiting).await.unwrap_or(Ok(None))
+        self.runtime
+            .within(timeout, waiting)
+            .await
+            .unwrap_or(Ok(None))
     }
 }

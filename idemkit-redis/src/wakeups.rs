@@ -26,7 +26,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{ProtocolVersion, PushInfo, PushKind, RedisResult, Value};
 
-use crate::runtime::Spawner;
+use crate::runtime::OnRuntime;
 
 /// The subscription connection.
 #[derive(Clone)]
@@ -74,7 +74,8 @@ struct Registry {
     /// By channel; an entry exists exactly while some waiter watches the channel.
     watches: Mutex<HashMap<Box<[u8]>, Watch>>,
     subscriber: OnceLock<Subscriber>,
-    spawner: Spawner,
+    /// The backend's runtime, which runs the unsubscribes nobody waits for.
+    runtime: OnRuntime,
 }
 
 impl Registry {
@@ -113,7 +114,7 @@ impl Registry {
         let Some(subscriber) = self.subscriber.get().cloned() else {
             return;
         };
-        self.spawner.spawn(async move {
+        self.runtime.spawn(async move {
             // A failure leaves a subscription nobody needs; a later confirmation or the
             // connection's end undoes it.
             let _ = subscriber.unsubscribe(&channel).await;
@@ -136,12 +137,12 @@ pub(crate) struct SubscriberOptions {
 }
 
 impl Wakeups {
-    fn new() -> Wakeups {
+    fn new(runtime: &OnRuntime) -> Wakeups {
         Wakeups {
             registry: Arc::new(Registry {
                 watches: Mutex::new(HashMap::new()),
                 subscriber: OnceLock::new(),
-                spawner: Spawner::current(),
+                runtime: runtime.clone(),
             }),
         }
     }
@@ -165,8 +166,9 @@ impl Wakeups {
     pub(crate) fn for_server(
         client: &redis::Client,
         options: &SubscriberOptions,
+        runtime: &OnRuntime,
     ) -> RedisResult<Wakeups> {
-        let wakeups = Wakeups::new();
+        let wakeups = Wakeups::new(runtime);
         let info = client.get_connection_info().clone();
         let settings = info
             .redis_settings()
@@ -188,8 +190,9 @@ impl Wakeups {
     pub(crate) async fn for_cluster(
         nodes: &[redis::ConnectionInfo],
         options: &SubscriberOptions,
+        runtime: &OnRuntime,
     ) -> RedisResult<Wakeups> {
-        let wakeups = Wakeups::new();
+        let wakeups = Wakeups::new(runtime);
         let client = redis::cluster::ClusterClient::builder(nodes.to_vec())
             .use_protocol(ProtocolVersion::RESP3)
             .push_sender(wakeups.push_handler())

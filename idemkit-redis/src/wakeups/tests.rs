@@ -8,7 +8,9 @@ use event_listener::EventListener;
 use redis_harness::RedisServer;
 
 use super::*;
-use crate::runtime::{Timers, sleep, within};
+use idemkit_core::{ThreadTimer, Timer};
+
+use crate::runtime::{OnRuntime, within};
 
 /// Generous: a wake-up that takes this long is a lost wake-up.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -29,11 +31,11 @@ fn subscribers(server: &RedisServer, channel: &str) -> String {
 }
 
 async fn fires(listener: EventListener) -> bool {
-    within(Timers::Auto, PATIENCE, listener).await.is_ok()
+    within(&ThreadTimer, PATIENCE, listener).await.is_ok()
 }
 
 async fn quiet(listener: EventListener) -> bool {
-    within(Timers::Auto, Duration::from_millis(300), listener)
+    within(&ThreadTimer, Duration::from_millis(300), listener)
         .await
         .is_err()
 }
@@ -42,7 +44,7 @@ async fn quiet(listener: EventListener) -> bool {
 async fn subscribe_patiently(watcher: &Watcher) {
     let give_up = Instant::now() + PATIENCE;
     while let Err(error) = within(
-        Timers::Auto,
+        &ThreadTimer,
         Duration::from_secs(2),
         watcher.ensure_subscribed(),
     )
@@ -50,13 +52,13 @@ async fn subscribe_patiently(watcher: &Watcher) {
     .unwrap_or_else(|_| Err((redis::ErrorKind::Io, "timed out").into()))
     {
         assert!(Instant::now() < give_up, "never resubscribed: {error}");
-        sleep(Timers::Auto, Duration::from_millis(100)).await;
+        ThreadTimer.sleep(Duration::from_millis(100)).await;
     }
 }
 
-async fn a_publish_wakes_its_channels_waiters_only(server: &RedisServer) {
+async fn a_publish_wakes_its_channels_waiters_only(server: &RedisServer, runtime: &OnRuntime) {
     let client = redis::Client::open(server.url()).unwrap();
-    let wakeups = Wakeups::for_server(&client, &options()).unwrap();
+    let wakeups = Wakeups::for_server(&client, &options(), runtime).unwrap();
     let mine = wakeups.watch("t:{mine}");
     let theirs = wakeups.watch("t:{theirs}");
     let also_mine = wakeups.watch("t:{mine}");
@@ -79,13 +81,16 @@ async fn a_publish_wakes_its_channels_waiters_only(server: &RedisServer) {
             Instant::now() < give_up,
             "the last waiter's leaving unsubscribes"
         );
-        sleep(Timers::Auto, Duration::from_millis(50)).await;
+        ThreadTimer.sleep(Duration::from_millis(50)).await;
     }
 }
 
-async fn a_lost_connection_wakes_and_the_subscription_returns(server: &RedisServer) {
+async fn a_lost_connection_wakes_and_the_subscription_returns(
+    server: &RedisServer,
+    runtime: &OnRuntime,
+) {
     let client = redis::Client::open(server.url()).unwrap();
-    let wakeups = Wakeups::for_server(&client, &options()).unwrap();
+    let wakeups = Wakeups::for_server(&client, &options(), runtime).unwrap();
     let watcher = wakeups.watch("t:{outage}");
     watcher.ensure_subscribed().await.unwrap();
     let listener = watcher.listen();
@@ -107,9 +112,10 @@ async fn on_tokio() {
     let Some(server) = redis_harness::shared() else {
         return;
     };
-    a_publish_wakes_its_channels_waiters_only(server).await;
+    let runtime = OnRuntime::resolve(None).unwrap();
+    a_publish_wakes_its_channels_waiters_only(server, &runtime).await;
     let own = RedisServer::start().unwrap();
-    a_lost_connection_wakes_and_the_subscription_returns(&own).await;
+    a_lost_connection_wakes_and_the_subscription_returns(&own, &runtime).await;
 }
 
 #[test]
@@ -117,9 +123,13 @@ fn without_a_runtime() {
     let Some(server) = redis_harness::shared() else {
         return;
     };
-    futures_lite::future::block_on(a_publish_wakes_its_channels_waiters_only(server));
+    // The default runtime outside tokio: a tokio runtime of its own, or smol.
+    let runtime = OnRuntime::resolve(None).unwrap();
+    let publishing = a_publish_wakes_its_channels_waiters_only(server, &runtime);
+    futures_lite::future::block_on(runtime.drive_here(publishing));
     let own = RedisServer::start().unwrap();
-    futures_lite::future::block_on(a_lost_connection_wakes_and_the_subscription_returns(&own));
+    let losing = a_lost_connection_wakes_and_the_subscription_returns(&own, &runtime);
+    futures_lite::future::block_on(runtime.drive_here(losing));
 }
 
 #[test]
@@ -133,8 +143,11 @@ fn on_a_cluster() {
         .iter()
         .map(|url| redis::IntoConnectionInfo::into_connection_info(url.as_str()).unwrap())
         .collect();
-    futures_lite::future::block_on(async {
-        let wakeups = Wakeups::for_cluster(&nodes, &options()).await.unwrap();
+    let runtime = OnRuntime::resolve(None).unwrap();
+    futures_lite::future::block_on(runtime.drive_here(async {
+        let wakeups = Wakeups::for_cluster(&nodes, &options(), &runtime)
+            .await
+            .unwrap();
         let watcher = wakeups.watch("t:{cluster}");
         watcher.ensure_subscribed().await.unwrap();
         // Published on every node in turn: a cluster forwards it to every subscriber.
@@ -143,5 +156,5 @@ fn on_a_cluster() {
             publish(node, "t:{cluster}");
             assert!(fires(listener).await, "a publish on port {}", node.port());
         }
-    });
+    }));
 }

@@ -86,8 +86,9 @@ impl Target for RedisTokio {
     }
 }
 
-/// The backend through `Backend`, with `AsyncIdempotency`, driven by smol (its
-/// connections on smol's global executor).
+/// The backend through `Backend`, with `AsyncIdempotency`, driven by smol: with the
+/// `smol` feature its connections run on smol's global executor; without it, on a tokio
+/// runtime of the backend's own (built outside any tokio runtime).
 #[derive(Debug)]
 pub struct RedisSmol;
 
@@ -98,6 +99,8 @@ impl Target for RedisSmol {
 
     fn build(settings: Settings) -> Async<RedisBackend> {
         let builder = builder(settings);
+        #[cfg(feature = "smol")]
+        let builder = builder.runtime(idemkit_redis::SmolRuntime);
         let backend = builder.build_blocking().expect("the backend connects");
         Async::new(backend).watched_keys(RedisBackend::watched_keys)
     }
