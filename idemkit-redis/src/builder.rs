@@ -1,4 +1,4 @@
-//! [`Builder`]: where the server is and how the backend uses it.
+//! [`RedisBuilder`]: where the server is and how the backend uses it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ pub enum BuildError {
         policy: String,
     },
     /// The tokio runtime the backend would own (built outside one, with no runtime
-    /// given: see [`Builder::runtime`]) could not be started.
+    /// given: see [`RedisBuilder::runtime`]) could not be started.
     Runtime(std::io::Error),
 }
 
@@ -118,7 +118,7 @@ enum Target {
 /// # Ok(()) }
 /// ```
 #[must_use]
-pub struct Builder {
+pub struct RedisBuilder {
     target: Result<Option<Target>, String>,
     namespace: String,
     reclaim_grace: Duration,
@@ -130,27 +130,27 @@ pub struct Builder {
     runtime: Option<RuntimeChoice>,
 }
 
-impl Builder {
-    /// The namespace of [`Builder::new`]: `"idemkit"`.
+impl RedisBuilder {
+    /// The namespace of [`RedisBuilder::new`]: `"idemkit"`.
     pub const DEFAULT_NAMESPACE: &'static str = Layout::DEFAULT_NAMESPACE;
-    /// The reclaim grace of [`Builder::new`]: 60 s, as the in-memory backend's.
+    /// The reclaim grace of [`RedisBuilder::new`]: 60 s, as the in-memory backend's.
     pub const DEFAULT_RECLAIM_GRACE: Duration = Duration::from_secs(60);
-    /// The command timeout of [`Builder::new`]: 1 s. A healthy server answers in well
+    /// The command timeout of [`RedisBuilder::new`]: 1 s. A healthy server answers in well
     /// under a millisecond; a second means it is down, paused or unreachable.
     pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
-    /// The connect timeout of [`Builder::new`]: 5 s.
+    /// The connect timeout of [`RedisBuilder::new`]: 5 s.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-    /// A builder with the defaults and no server yet: name one with [`Builder::url`],
-    /// [`Builder::client`], [`Builder::connection_manager`], [`Builder::cluster`] or
-    /// [`Builder::cluster_connection`].
-    pub fn new() -> Builder {
-        Builder {
+    /// A builder with the defaults and no server yet: name one with [`RedisBuilder::url`],
+    /// [`RedisBuilder::client`], [`RedisBuilder::connection_manager`], [`RedisBuilder::cluster`] or
+    /// [`RedisBuilder::cluster_connection`].
+    pub fn new() -> RedisBuilder {
+        RedisBuilder {
             target: Ok(None),
-            namespace: Builder::DEFAULT_NAMESPACE.to_owned(),
-            reclaim_grace: Builder::DEFAULT_RECLAIM_GRACE,
-            command_timeout: Builder::DEFAULT_COMMAND_TIMEOUT,
-            connect_timeout: Builder::DEFAULT_CONNECT_TIMEOUT,
+            namespace: RedisBuilder::DEFAULT_NAMESPACE.to_owned(),
+            reclaim_grace: RedisBuilder::DEFAULT_RECLAIM_GRACE,
+            command_timeout: RedisBuilder::DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: RedisBuilder::DEFAULT_CONNECT_TIMEOUT,
             replicas: None,
             eviction: EvictionCheck::default(),
             on_corrupt: None,
@@ -158,14 +158,14 @@ impl Builder {
         }
     }
 
-    fn target(mut self, target: Result<Target, String>) -> Builder {
+    fn target(mut self, target: Result<Target, String>) -> RedisBuilder {
         self.target = target.map(Some);
         self
     }
 
     /// One server, by URL: `redis://[user:password@]host:port/[db]`, `rediss://` for TLS
     /// (if the `redis` crate was built with it), `unix:///path`.
-    pub fn url(self, url: &str) -> Builder {
+    pub fn url(self, url: &str) -> RedisBuilder {
         let client = redis::Client::open(url).map_err(|error| format!("bad URL {url:?}: {error}"));
         self.target(client.map(|client| Target::Server {
             client,
@@ -174,7 +174,7 @@ impl Builder {
     }
 
     /// One server, through a client you made (with your TLS, credentials, protocol...).
-    pub fn client(self, client: redis::Client) -> Builder {
+    pub fn client(self, client: redis::Client) -> RedisBuilder {
         self.target(Ok(Target::Server {
             client,
             manager: None,
@@ -185,7 +185,7 @@ impl Builder {
     /// its own reconnection settings). `client` connects the backend's subscription
     /// connection, which a connection manager cannot share; it should reach the same
     /// server.
-    pub fn connection_manager(self, client: redis::Client, manager: ConnectionManager) -> Builder {
+    pub fn connection_manager(self, client: redis::Client, manager: ConnectionManager) -> RedisBuilder {
         self.target(Ok(Target::Server {
             client,
             manager: Some(manager),
@@ -193,7 +193,7 @@ impl Builder {
     }
 
     /// A Redis Cluster, by the URLs of some of its nodes.
-    pub fn cluster<I, S>(self, nodes: I) -> Builder
+    pub fn cluster<I, S>(self, nodes: I) -> RedisBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -206,7 +206,7 @@ impl Builder {
 
     /// A Redis Cluster, sending commands on a cluster connection you already have.
     /// `nodes` (URLs of some of its nodes) connect the backend's subscription connection.
-    pub fn cluster_connection<I, S>(self, nodes: I, connection: ClusterConnection) -> Builder
+    pub fn cluster_connection<I, S>(self, nodes: I, connection: ClusterConnection) -> RedisBuilder
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -219,7 +219,7 @@ impl Builder {
 
     /// The prefix of every key: `<namespace>:{<key>}`. Services sharing one Redis use
     /// one namespace each. It may not be empty or contain a brace.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Builder {
+    pub fn namespace(mut self, namespace: impl Into<String>) -> RedisBuilder {
         self.namespace = namespace.into();
         self
     }
@@ -227,21 +227,21 @@ impl Builder {
     /// How long a claim whose lease lapsed is kept, so that the next claim reports
     /// [`Claim::Reclaimed`](idemkit_core::Claim::Reclaimed) and a late completion by its
     /// owner can still land; afterwards the key expires.
-    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> Builder {
+    pub fn reclaim_grace(mut self, reclaim_grace: Duration) -> RedisBuilder {
         self.reclaim_grace = reclaim_grace;
         self
     }
 
     /// The longest one command may take, from sending it to its reply, including any
     /// reconnecting on the way. Past it, the operation fails with a storage error.
-    pub fn command_timeout(mut self, command_timeout: Duration) -> Builder {
+    pub fn command_timeout(mut self, command_timeout: Duration) -> RedisBuilder {
         self.command_timeout = command_timeout;
         self
     }
 
     /// The longest the first connection may take at build, and each attempt to
     /// reconnect after.
-    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Builder {
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> RedisBuilder {
         self.connect_timeout = connect_timeout;
         self
     }
@@ -255,7 +255,7 @@ impl Builder {
     /// acknowledged write: Redis replication stays asynchronous. `WAIT` holds up the
     /// commands behind it on the backend's connection, so a lagging replica slows every
     /// operation of this backend.
-    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Builder {
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> RedisBuilder {
         self.replicas = (replicas > 0).then_some(Replicas {
             count: replicas,
             timeout,
@@ -265,7 +265,7 @@ impl Builder {
 
     /// What to do when the server's `maxmemory-policy` may evict keys (checked at
     /// build, on every master of a cluster).
-    pub fn eviction_check(mut self, check: EvictionCheck) -> Builder {
+    pub fn eviction_check(mut self, check: EvictionCheck) -> RedisBuilder {
         self.eviction = check;
         self
     }
@@ -276,7 +276,7 @@ impl Builder {
     pub fn on_corrupt_record(
         mut self,
         callback: impl Fn(&CorruptRecord) + Send + Sync + 'static,
-    ) -> Builder {
+    ) -> RedisBuilder {
         self.on_corrupt = Some(Arc::new(callback));
         self
     }
@@ -286,8 +286,8 @@ impl Builder {
     /// re-exported at the crate root. The backend then works from
     /// any caller: tasks of either runtime, or blocking code on plain threads.
     ///
-    /// Without it: with the `tokio` feature, the tokio runtime [`Builder::build`] (or
-    /// [`Builder::build_blocking`]) is called in, or, outside one, a tokio runtime of the
+    /// Without it: with the `tokio` feature, the tokio runtime [`RedisBuilder::build`] (or
+    /// [`RedisBuilder::build_blocking`]) is called in, or, outside one, a tokio runtime of the
     /// backend's own (one worker thread), which lives as long as the backend's clones
     /// (and its [timer](idemkit_core::Backend::timer)); with only the `smol` feature,
     /// smol. See the crate docs' "Runtimes".
@@ -305,21 +305,21 @@ impl Builder {
     /// # Ok(()) }
     /// # }
     /// ```
-    pub fn runtime(mut self, runtime: impl Into<RuntimeChoice>) -> Builder {
+    pub fn runtime(mut self, runtime: impl Into<RuntimeChoice>) -> RedisBuilder {
         self.runtime = Some(runtime.into());
         self
     }
 
     /// Connects and checks the server, then returns the backend, on the runtime
-    /// [`Builder::runtime`] names (or its default).
+    /// [`RedisBuilder::runtime`] names (or its default).
     pub async fn build(self) -> Result<RedisBackend, BuildError> {
         let runtime = OnRuntime::resolve(self.runtime.clone()).map_err(BuildError::Runtime)?;
         // Driven like every operation, so that the connections are made on `runtime`.
         runtime.clone().drive(self.build_on(runtime)).await
     }
 
-    /// [`Builder::build`] for blocking code: blocks until connected. Outside a tokio
-    /// runtime and with no [`Builder::runtime`], the connections run on a tokio runtime
+    /// [`RedisBuilder::build`] for blocking code: blocks until connected. Outside a tokio
+    /// runtime and with no [`RedisBuilder::runtime`], the connections run on a tokio runtime
     /// of the backend's own (feature `tokio`) or on smol (only the feature `smol`).
     pub fn build_blocking(self) -> Result<RedisBackend, BuildError> {
         futures_lite::future::block_on(self.build())
@@ -415,15 +415,15 @@ impl Builder {
     }
 }
 
-impl Default for Builder {
-    fn default() -> Builder {
-        Builder::new()
+impl Default for RedisBuilder {
+    fn default() -> RedisBuilder {
+        RedisBuilder::new()
     }
 }
 
-impl fmt::Debug for Builder {
+impl fmt::Debug for RedisBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
+        f.debug_struct("RedisBuilder")
             .field("namespace", &self.namespace)
             .field("reclaim_grace", &self.reclaim_grace)
             .field("command_timeout", &self.command_timeout)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// The backend treats it as absent: a read sees no record, and the next claim of the key
 /// overwrites it and runs the operation as new. It is never replayed and never an error.
 /// Each sighting is logged (a `tracing` warning) and handed to the callback set with
-/// [`Builder::on_corrupt_record`](crate::Builder::on_corrupt_record).
+/// [`RedisBuilder::on_corrupt_record`](crate::RedisBuilder::on_corrupt_record).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CorruptRecord {

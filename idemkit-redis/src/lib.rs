@@ -58,11 +58,11 @@
 //!   read (another type, another program's data, another format, damage) is treated as no
 //!   record and overwritten by the next claim; it is never replayed and never an error.
 //!   Each one is logged with `tracing` and handed to
-//!   [`Builder::on_corrupt_record`]'s callback ([`CorruptRecord`]). Every field counts
+//!   [`RedisBuilder::on_corrupt_record`]'s callback ([`CorruptRecord`]). Every field counts
 //!   alike: headers that do not decode and a status outside HTTP's 100-999 are both
 //!   corrupt. So `complete` stores only HTTP statuses, and refuses any other with an error.
 //! - **Failures are errors.** A server that is down, a lost connection, or no reply within
-//!   the [command timeout](Builder::command_timeout) is a
+//!   the [command timeout](RedisBuilder::command_timeout) is a
 //!   [`Error::Storage`](idemkit_core::Error::Storage) carrying a [`RedisError`], so the
 //!   executor's `OnStorageError` decides. The connections reconnect by themselves when the
 //!   server is back. An operation reported done was done.
@@ -86,7 +86,7 @@
 //!   connect and warns ([`EvictionCheck`]; it can refuse instead). Use `noeviction`.
 //! - **Replication is asynchronous.** A write acknowledged by a master can be lost if the
 //!   master fails before a replica has it; after a failover, a claim may be gone and its
-//!   key run twice. [`Builder::wait_for_replicas`] makes every write wait for replicas
+//!   key run twice. [`RedisBuilder::wait_for_replicas`] makes every write wait for replicas
 //!   (`WAIT`), which narrows the window but does not close it.
 //! - **Persistence.** A server restarted without persistence has forgotten every claim and
 //!   result. Run it with AOF (`appendfsync everysec` loses up to a second).
@@ -105,10 +105,10 @@
 //! A backend runs on one runtime, chosen when it is built and never by where it happens
 //! to be polled: its connections (driven by the `redis` crate), its background work
 //! (a release nobody waits for, an unsubscribe) and its time limits. Name it with
-//! [`Builder::runtime`], or take the default:
+//! [`RedisBuilder::runtime`], or take the default:
 //!
-//! - **Feature `tokio` (alone or with `smol`):** the tokio runtime [`Builder::build`] or
-//!   [`Builder::build_blocking`] is called in (it needs its I/O and time drivers, as
+//! - **Feature `tokio` (alone or with `smol`):** the tokio runtime [`RedisBuilder::build`] or
+//!   [`RedisBuilder::build_blocking`] is called in (it needs its I/O and time drivers, as
 //!   `#[tokio::main]` gives). Outside one, a tokio runtime of the backend's own: one
 //!   worker thread, shut down (without waiting) when the last clone of the backend, of
 //!   its [timer](idemkit_core::Backend::timer), or of a task it spawned is gone.
@@ -167,41 +167,41 @@ with_a_runtime! {
     mod wakeups;
 
     pub use backend::RedisBackend;
-    pub use builder::{BuildError, Builder, EvictionCheck};
+    pub use builder::{BuildError, RedisBuilder, EvictionCheck};
     pub use corrupt::CorruptRecord;
     pub use error::RedisError;
     pub use layout::InvalidNamespace;
     pub use runtime::RuntimeChoice;
 
     /// The `redis` crate this one is built on, whose types are part of this API
-    /// ([`Builder::client`], [`Builder::connection_manager`], [`RedisError`]'s causes...).
+    /// ([`RedisBuilder::client`], [`RedisBuilder::connection_manager`], [`RedisError`]'s causes...).
     pub use redis;
 
-    /// tokio as the backend's runtime, for [`Builder::runtime`] (from `idemkit-tokio`).
+    /// tokio as the backend's runtime, for [`RedisBuilder::runtime`] (from `idemkit-tokio`).
     #[cfg(feature = "tokio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub use idemkit_tokio::TokioRuntime;
 
-    /// smol as the backend's runtime, for [`Builder::runtime`] (from `idemkit-smol`).
+    /// smol as the backend's runtime, for [`RedisBuilder::runtime`] (from `idemkit-smol`).
     #[cfg(feature = "smol")]
     #[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
     pub use idemkit_smol::SmolRuntime;
 
     impl RedisBackend {
-        /// A builder, to set the server and everything else: see [`Builder`].
-        pub fn builder() -> Builder {
-            Builder::new()
+        /// A builder, to set the server and everything else: see [`RedisBuilder`].
+        pub fn builder() -> RedisBuilder {
+            RedisBuilder::new()
         }
 
         /// A backend on the server at `url` with the defaults (namespace `idemkit`, 60 s
         /// reclaim grace, 1 s command timeout).
         pub async fn connect(url: &str) -> Result<RedisBackend, BuildError> {
-            Builder::new().url(url).build().await
+            RedisBuilder::new().url(url).build().await
         }
 
         /// [`RedisBackend::connect`] for blocking code.
         pub fn connect_blocking(url: &str) -> Result<RedisBackend, BuildError> {
-            Builder::new().url(url).build_blocking()
+            RedisBuilder::new().url(url).build_blocking()
         }
     }
 }

@@ -18,7 +18,7 @@ use idemkit_core::{Runtime, Sleep, Timer};
 use parking_lot::Mutex;
 
 /// The async runtime a backend runs on: its connections, its background work and its time
-/// limits. What [`Builder::runtime`](crate::Builder::runtime) takes; made from
+/// limits. What [`RedisBuilder::runtime`](crate::RedisBuilder::runtime) takes; made from
 /// `TokioRuntime` (feature `tokio`) or `SmolRuntime` (feature `smol`), both re-exported
 /// at the crate root, with `into()`.
 ///

@@ -9,7 +9,7 @@ use idemkit_conformance::runner::{Report, Suite};
 use idemkit_conformance::runtimes::TokioRuntime;
 use idemkit_conformance::{Settings, Target};
 use idemkit_core::AsyncIdempotency;
-use idemkit_redis::{BuildError, Builder, RedisBackend};
+use idemkit_redis::{BuildError, RedisBackend, RedisBuilder};
 
 use super::check_places::CheckPlaces;
 use super::{Checked, Migration, Place, Store, check_tag};
@@ -29,7 +29,7 @@ pub struct RedisStore {
     backend: RedisBackend,
 }
 
-fn builder(url: &str, namespace: &str) -> Builder {
+fn builder(url: &str, namespace: &str) -> RedisBuilder {
     RedisBackend::builder()
         .url(url)
         .namespace(namespace)

@@ -17,7 +17,7 @@ use idemkit_conformance::backend::{Async, Blocking};
 use idemkit_conformance::runtimes::{SmolRuntime, Threads, TokioRuntime};
 use idemkit_conformance::{Settings, Target};
 use idemkit_core::{AsyncIdempotency, Idempotency};
-use idemkit_redis::{Builder, RedisBackend};
+use idemkit_redis::{RedisBackend, RedisBuilder};
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -44,7 +44,7 @@ fn check_ttls(backend: &RedisBackend, passed: bool) {
 
 /// A backend on the shared server in a fresh namespace, with the vector's reclaim
 /// grace. Without Redis installed the whole binary is skipped here (see `skip`).
-fn builder(settings: Settings) -> Builder {
+fn builder(settings: Settings) -> RedisBuilder {
     let Some(server) = redis_harness::shared() else {
         skip();
     };

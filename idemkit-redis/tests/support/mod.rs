@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idemkit_core::{Backend, BlockingBackend, Claim, Error};
-use idemkit_redis::{Builder, RedisBackend};
+use idemkit_redis::{RedisBackend, RedisBuilder};
 
 /// How long a test waits for something that should happen "soon" before calling it a
 /// hang: far beyond any healthy figure, so a slow shared machine never trips it.
@@ -27,7 +27,7 @@ pub fn namespace(tag: &str) -> String {
 
 /// A builder for `url` in a fresh namespace, with a short command timeout so that
 /// failures show quickly.
-pub fn builder(url: &str, tag: &str) -> Builder {
+pub fn builder(url: &str, tag: &str) -> RedisBuilder {
     RedisBackend::builder()
         .url(url)
         .namespace(namespace(tag))
