@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
@@ -126,6 +127,14 @@ fn block<F: Future>(future: F) -> F::Output {
         }
     }
     let _restore = Restore(IN_BLOCKING_CALL.with(|flag| flag.replace(true)));
+    // Most operations are ready at once (all of the in-memory backend's but a wait):
+    // one poll without a waker answers them, and only a pending one takes a parker. A
+    // future polled again registers the parker's waker then, as every future must.
+    let mut future = std::pin::pin!(future);
+    let mut first = Context::from_waker(Waker::noop());
+    if let Poll::Ready(output) = future.as_mut().poll(&mut first) {
+        return output;
+    }
     futures_lite::future::block_on(future)
 }
 
