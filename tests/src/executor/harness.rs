@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_lite::future;
 use idemkit_core::{Error, Event, Fingerprint, Key, ManualClock, Policy, PolicyBuilder};
@@ -186,22 +185,28 @@ impl<T: Target> Harness<T> {
         T::Runtime::spawn(async move { executor.run(&key, &fingerprint, op).await })
     }
 
-    /// Starts a run and drops its future after `after`, checking that it had not
-    /// finished by then. `None` for an executor whose runs cannot be dropped (the
+    /// Starts a run and drops its future as soon as `ready` holds (checked every few
+    /// milliseconds, for at most [`PATIENT`](crate::support::PATIENT)), checking that it
+    /// had not finished by then. `None` for an executor whose runs cannot be dropped (the
     /// blocking one, whose run blocks whatever polls it).
-    pub async fn run_and_cancel_after(
+    pub async fn run_and_cancel_once(
         &self,
         key: &Key,
         fingerprint: &Fingerprint,
         op: Op,
-        after: Duration,
+        ready: impl Fn() -> bool,
     ) -> Option<()> {
         if !self.cancels() {
             return None;
         }
         let run = async { Some(self.run(key, fingerprint, op).await) };
         let cancelled = future::or(run, async {
-            T::Runtime::sleep(after).await;
+            crate::support::eventually::<T::Runtime>(
+                "the run reaches the point to cancel it at",
+                crate::support::PATIENT,
+                ready,
+            )
+            .await;
             None
         })
         .await
