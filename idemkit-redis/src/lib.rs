@@ -100,7 +100,9 @@
 //!
 //! Runtimes are cargo features, as in the `redis` crate: `tokio` (the default) and
 //! `smol`. Compile only the one you use (`default-features = false, features =
-//! ["smol"]` for smol); with neither, the crate does not compile.
+//! ["smol"]` for smol); with neither, the crate does not compile. A smol build compiles
+//! no tokio runtime, I/O or timer; it still lists `tokio` with only its `sync` part,
+//! which the `redis` crate's async support always depends on (redis 1.8).
 //!
 //! A backend runs on one runtime, chosen when it is built and never by where it happens
 //! to be polled: its connections (driven by the `redis` crate), its background work
