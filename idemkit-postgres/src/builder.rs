@@ -11,7 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::backend::{Inner, PostgresBackend};
 use crate::error::BuildError;
-use crate::runtime::Spawner;
+use crate::runtime::{RuntimeChoice, Spawner};
 use crate::schema::{check, migrate};
 use crate::statements::Statements;
 use crate::table::{DEFAULT_TABLE, TableName};
@@ -43,6 +43,8 @@ pub struct PostgresBuilder {
     max_connections: u32,
     migrate: bool,
     notify_every_key: bool,
+    /// `None`: the default of [`PostgresBuilder::runtime`].
+    runtime: Option<RuntimeChoice>,
 }
 
 impl Default for PostgresBuilder {
@@ -65,6 +67,7 @@ impl PostgresBuilder {
             max_connections: 10,
             migrate: false,
             notify_every_key: false,
+            runtime: None,
         }
     }
 
@@ -138,18 +141,43 @@ impl PostgresBuilder {
         self
     }
 
-    /// Connects, checks (or migrates) the schema and starts the `LISTEN` connection, on
-    /// the runtime this is called in (tokio inside a tokio runtime, smol otherwise).
-    pub async fn build(self) -> Result<PostgresBackend, BuildError> {
-        let spawner = Spawner::current()?;
-        self.build_on(spawner).await
+    /// The async runtime the backend's connections, listener and background work run
+    /// on, whoever calls it: tasks of either runtime, or blocking code on plain threads.
+    ///
+    /// Without it: with the `tokio` feature, the tokio runtime [`PostgresBuilder::build`]
+    /// (or [`PostgresBuilder::build_blocking`]) is called in, or, outside one, a tokio
+    /// runtime of the backend's own (one worker thread, shut down when the last clone of
+    /// the backend is gone); with only `smol`, smol. Never the runtime that merely happens
+    /// to poll it. With both features and smol chosen, poll the backend outside tokio:
+    /// sqlx opens a connection on tokio wherever it finds a tokio context.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "tokio")]
+    /// # fn build(handle: tokio::runtime::Handle) -> Result<(), idemkit_postgres::BuildError> {
+    /// use idemkit_postgres::{PostgresBackend, TokioRuntime};
+    ///
+    /// // Blocking code whose connections run on an existing tokio runtime.
+    /// let backend = PostgresBackend::builder()
+    ///     .url("postgres://app@127.0.0.1:5432/app")
+    ///     .runtime(TokioRuntime::from(handle))
+    ///     .build_blocking()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn runtime(mut self, runtime: impl Into<RuntimeChoice>) -> PostgresBuilder {
+        self.runtime = Some(runtime.into());
+        self
     }
 
-    /// [`PostgresBuilder::build`] for blocking code: outside a tokio runtime it runs on smol
-    /// (the `smol` feature); inside one, on it (a multi-thread runtime, as blocking calls
-    /// park the calling thread).
+    /// Connects, checks (or migrates) the schema and starts the `LISTEN` connection, on
+    /// the runtime [`PostgresBuilder::runtime`] names (or its default).
+    pub async fn build(self) -> Result<PostgresBackend, BuildError> {
+        let spawner = Spawner::resolve(self.runtime.clone()).map_err(BuildError::Runtime)?;
+        spawner.in_context(self.build_on(spawner.clone())).await
+    }
+
+    /// [`PostgresBuilder::build`] for blocking code, which it blocks until connected.
     pub fn build_blocking(self) -> Result<PostgresBackend, BuildError> {
-        let spawner = Spawner::current()?;
+        let spawner = Spawner::resolve(self.runtime.clone()).map_err(BuildError::Runtime)?;
         let build = spawner.in_context(self.build_on(spawner.clone()));
         futures_lite::future::block_on(build)
     }

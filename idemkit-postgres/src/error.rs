@@ -108,13 +108,11 @@ pub enum BuildError {
     /// The table name is not one this crate accepts.
     #[error(transparent)]
     InvalidTable(#[from] InvalidTable),
-    /// There is no runtime to run the connections on: outside a tokio runtime, this
-    /// crate needs its `smol` feature.
-    #[error(
-        "no async runtime: build the backend inside a tokio runtime, or enable the `smol` \
-         feature of idemkit-postgres"
-    )]
-    NoRuntime,
+    /// The tokio runtime the backend would own (built outside one, with no runtime
+    /// given: see [`PostgresBuilder::runtime`](crate::PostgresBuilder::runtime)) could not
+    /// be started.
+    #[error("could not start the PostgreSQL backend's tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
     /// The table is missing or at an older schema version; the text says what to run.
     #[error("{0}")]
     Schema(String),

@@ -2,9 +2,9 @@
 //! the database, the record is as durable as the database, and where the operation's
 //! effect is a write to the same database, effect and record commit in one transaction.
 //!
-//! [`PostgresBackend`] implements the core's async [`Backend`](idemkit_core::Backend)
-//! (tokio and smol) and [`BlockingBackend`](idemkit_core::BlockingBackend) with the
-//! in-memory backend's meaning, judged by the database. It runs on [sqlx] 0.9: hand it
+//! [`PostgresBackend`] implements the core's [`Backend`](idemkit_core::Backend) (tokio
+//! and smol; blocking code through [`BlockingBackend`](idemkit_core::BlockingBackend),
+//! which every backend is) with the in-memory backend's meaning, judged by the database. It runs on [sqlx] 0.9: hand it
 //! the `PgPool` the application already has, or a URL.
 //!
 //! ```no_run
@@ -99,10 +99,15 @@
 //!
 //! # Runtimes
 //!
-//! Features `tokio` and `smol` (both on by default) choose the runtimes; `tls` adds TLS
-//! (rustls). Inside a tokio runtime, connections and timers are tokio's; anywhere else,
-//! smol's (async-io), which also serves blocking code. Build the backend where it will be
-//! used; blocking calls park their thread, so make them from threads, not async tasks.
+//! Features `tokio` and `smol` (both on by default) are the runtimes compiled in; `tls`
+//! adds TLS (rustls). A backend runs on one runtime, chosen when it is built and never by
+//! whoever polls it: the one [`PostgresBuilder::runtime`] names, or by default, with the
+//! `tokio` feature, the tokio runtime it is built in, or a tokio runtime of its own (one
+//! worker thread) when built outside any; with only `smol`, smol. Its connections, its
+//! `LISTEN` task and its time limits all run there, so it serves tasks of either runtime
+//! and blocking code alike. Blocking calls park their thread: make them from threads, not
+//! from async tasks. With both features and smol chosen, poll the backend outside tokio
+//! (sqlx opens a connection on tokio wherever it finds a tokio context).
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
@@ -128,7 +133,14 @@ mod wakeups;
 pub use backend::PostgresBackend;
 pub use builder::PostgresBuilder;
 pub use error::{BuildError, PostgresError};
+#[cfg(feature = "smol")]
+#[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+pub use idemkit_smol::SmolRuntime;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use idemkit_tokio::TokioRuntime;
 pub use run_transaction::{RunConnection, RunEffect, RunTransaction};
+pub use runtime::RuntimeChoice;
 #[doc(hidden)]
 pub use schema::schema_sql_at;
 pub use schema::{Migration, SCHEMA_VERSION, migrate, schema_sql};

@@ -1,8 +1,12 @@
-//! The async runtime under the backend: where its listener task runs, and time limits
-//! that work wherever a future happens to be polled.
+//! The async runtime under the backend: where its listener task runs, where sqlx drives
+//! its connections, and time limits that work wherever a future happens to be polled.
 //!
-//! sqlx drives a connection on tokio when it is opened inside a tokio runtime and on
-//! async-io (smol) otherwise; the backend follows the same rule for its own task.
+//! A backend runs on one runtime, chosen when it is built and never by where it happens
+//! to be built: the one [`PostgresBuilder::runtime`](crate::PostgresBuilder::runtime)
+//! names, or by default tokio (feature `tokio`: the runtime `build` is called in, or one
+//! of the backend's own outside any), else smol. sqlx opens a connection on tokio when it
+//! finds a tokio context and on smol's reactor otherwise, so every operation is polled
+//! with the backend's tokio handle entered ([`Spawner::in_context`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,47 +14,121 @@ use std::time::{Duration, Instant};
 
 use idemkit_core::{Clock, Sleep, Timer};
 
-use crate::error::BuildError;
-
 #[cfg(not(any(feature = "tokio", feature = "smol")))]
 compile_error!("idemkit-postgres needs a runtime: enable its `tokio` or `smol` feature (or both)");
 
-/// Where the backend was built, and so where its background work runs.
+/// The runtime a backend runs on: what
+/// [`PostgresBuilder::runtime`](crate::PostgresBuilder::runtime) takes, made with `into()`
+/// from `idemkit_tokio::TokioRuntime` (feature `tokio`) or `idemkit_smol::SmolRuntime`
+/// (feature `smol`), both re-exported at the crate root.
+///
+/// ```
+/// # #[cfg(feature = "smol")] {
+/// use idemkit_postgres::{PostgresBackend, RuntimeChoice, SmolRuntime};
+///
+/// let smol: RuntimeChoice = SmolRuntime.into();
+/// let builder = PostgresBackend::builder().runtime(smol);
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RuntimeChoice(Spawner);
+
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+impl From<idemkit_tokio::TokioRuntime> for RuntimeChoice {
+    fn from(runtime: idemkit_tokio::TokioRuntime) -> RuntimeChoice {
+        RuntimeChoice(Spawner::Tokio {
+            handle: runtime.handle().clone(),
+            _owned: None,
+        })
+    }
+}
+
+#[cfg(feature = "smol")]
+#[cfg_attr(docsrs, doc(cfg(feature = "smol")))]
+impl From<idemkit_smol::SmolRuntime> for RuntimeChoice {
+    fn from(_: idemkit_smol::SmolRuntime) -> RuntimeChoice {
+        RuntimeChoice(Spawner::Smol)
+    }
+}
+
+/// The runtime a backend runs on, and so where its background work runs.
 #[derive(Clone, Debug)]
 pub(crate) enum Spawner {
+    /// A tokio runtime, by its handle; with the runtime itself when the backend owns it
+    /// (shut down when the last clone of the backend is gone).
     #[cfg(feature = "tokio")]
-    Tokio(tokio::runtime::Handle),
+    Tokio {
+        handle: tokio::runtime::Handle,
+        /// Held, never read: it keeps the runtime alive.
+        _owned: Option<Arc<Owned>>,
+    },
     #[cfg(feature = "smol")]
     Smol,
 }
 
-impl Spawner {
-    /// The runtime of the calling context: tokio inside a tokio runtime, smol otherwise;
-    /// an error when the feature that context needs is off.
-    pub(crate) fn current() -> Result<Spawner, BuildError> {
-        #[cfg(feature = "tokio")]
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            return Ok(Spawner::Tokio(handle));
+/// A tokio runtime of the backend's own: one worker thread, which runs the listener, the
+/// connections' I/O and the timers.
+#[cfg(feature = "tokio")]
+#[derive(Debug)]
+pub(crate) struct Owned(Option<tokio::runtime::Runtime>);
+
+#[cfg(feature = "tokio")]
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // Without waiting: the last clone may go inside an async context, or on the
+        // worker itself, where a plain drop would panic.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
         }
-        #[cfg(feature = "smol")]
-        return Ok(Spawner::Smol);
-        #[cfg(not(feature = "smol"))]
-        Err(BuildError::NoRuntime)
+    }
+}
+
+impl Spawner {
+    /// The runtime `choice` names or, without one, the default: tokio with the `tokio`
+    /// feature (the runtime of the calling context, or a runtime of the backend's own
+    /// outside one), smol with only `smol`. Fails only when a runtime of its own cannot
+    /// start.
+    pub(crate) fn resolve(choice: Option<RuntimeChoice>) -> std::io::Result<Spawner> {
+        if let Some(RuntimeChoice(spawner)) = choice {
+            return Ok(spawner);
+        }
+        #[cfg(feature = "tokio")]
+        {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                return Ok(Spawner::Tokio {
+                    handle,
+                    _owned: None,
+                });
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("idemkit-postgres")
+                .enable_all()
+                .build()?;
+            let handle = runtime.handle().clone();
+            Ok(Spawner::Tokio {
+                handle,
+                _owned: Some(Arc::new(Owned(Some(runtime)))),
+            })
+        }
+        #[cfg(not(feature = "tokio"))]
+        Ok(Spawner::Smol)
     }
 
     /// Runs `future` in the background.
     pub(crate) fn spawn(&self, future: impl Future<Output = ()> + Send + 'static) {
         match self {
             #[cfg(feature = "tokio")]
-            Spawner::Tokio(handle) => drop(handle.spawn(future)),
+            Spawner::Tokio { handle, .. } => drop(handle.spawn(future)),
             #[cfg(feature = "smol")]
             Spawner::Smol => smol::spawn(future).detach(),
         }
     }
 
-    /// `future`, polled in the context of the runtime the backend was built in, so that
-    /// connections sqlx opens meanwhile belong to it even when a thread outside any
-    /// runtime polls it (a blocking caller).
+    /// `future`, polled in the context of the backend's runtime, so that connections
+    /// sqlx opens meanwhile belong to it whoever polls: a task of another runtime, or a
+    /// blocking caller on a thread outside any.
     pub(crate) fn in_context<F: Future>(&self, future: F) -> InContext<F> {
         InContext {
             spawner: self.clone(),
@@ -74,7 +152,7 @@ impl<F: Future> Future for InContext<F> {
     ) -> std::task::Poll<F::Output> {
         match &self.spawner {
             #[cfg(feature = "tokio")]
-            Spawner::Tokio(handle) => {
+            Spawner::Tokio { handle, .. } => {
                 let _context = handle.enter();
                 self.future.as_mut().poll(cx)
             }

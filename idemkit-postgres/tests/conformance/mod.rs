@@ -73,6 +73,10 @@ impl Target for PostgresSmol {
 
     fn build(settings: Settings) -> Async<PostgresBackend> {
         let builder = builder(settings);
+        // On smol itself: by default, a backend built outside tokio runs on a tokio
+        // runtime of its own.
+        #[cfg(feature = "smol")]
+        let builder = builder.runtime(idemkit_postgres::SmolRuntime);
         let backend = builder.build_blocking().expect("the backend connects");
         Async::new(backend).watched_keys(PostgresBackend::watched_keys)
     }
