@@ -106,12 +106,15 @@
 //! a queue in turn (a write may wait for the disk or another process's lock, which must
 //! not happen on an executor's thread). Reads and timers follow the runtime:
 //!
-//! - `tokio` (default): inside a tokio runtime, reads run on tokio's blocking pool and
-//!   waits sleep on tokio's timer.
-//! - `smol` (default): anywhere else, on the `blocking` crate's pool (smol's) and
-//!   async-io's timer, which serve any executor.
+//! - `tokio` (the default): polled inside a tokio runtime, reads run on tokio's blocking
+//!   pool and waits sleep on tokio's timer.
+//! - `smol`: polled anywhere else, on the `blocking` crate's pool (smol's) and async-io's
+//!   timer, which serve any executor.
 //!
-//! Without either, only [`BlockingBackend`](idemkit_core::BlockingBackend) is implemented.
+//! Where the feature for the polling context is off (or with neither), reads run inline
+//! and waits sleep on the core's `ThreadTimer`. Blocking code (through
+//! [`BlockingBackend`](idemkit_core::BlockingBackend), which every backend is) always
+//! runs each operation inline on its own thread.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
