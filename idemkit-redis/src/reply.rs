@@ -35,6 +35,20 @@ pub(crate) struct StoredResult {
     pub(crate) body: Bytes,
 }
 
+/// A record value the client cannot read although the server took it for one (its
+/// headers do not decode, its fingerprint is not UTF-8): corrupt, like a value the
+/// server itself refuses. Its token names it, so a claim can replace exactly it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Undecodable {
+    /// The claim token as stored (32 hex digits).
+    pub(crate) token: String,
+    /// What is wrong with it.
+    pub(crate) reason: String,
+}
+
+/// A record value as the client decoded it.
+pub(crate) type Decoded = Result<Stored, Undecodable>;
+
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ClaimReply {
@@ -45,9 +59,9 @@ pub(crate) enum ClaimReply {
         replaced: Option<String>,
     },
     /// Another claim's lease is live.
-    InFlight(Stored),
+    InFlight(Decoded),
     /// The completed record, to replay.
-    Completed(Stored),
+    Completed(Decoded),
 }
 
 /// What a read found.
@@ -57,10 +71,10 @@ pub(crate) enum ReadReply {
     /// record, if it was not.
     Absent { corrupt: Option<String> },
     /// The record (claimed or completed).
-    Present(Stored),
+    Present(Decoded),
 }
 
-/// Reads the reply of the claim script, and the server's `now` it carries.
+/// Reads the reply of the claim function, and the server's `now` it carries.
 pub(crate) fn claim(value: Value) -> Result<(ClaimReply, u64), BadReply> {
     let mut items = Items::of(value)?;
     let outcome = items.text()?;
@@ -71,15 +85,15 @@ pub(crate) fn claim(value: Value) -> Result<(ClaimReply, u64), BadReply> {
             reclaimed: outcome == "reclaimed",
             replaced: (!note.is_empty()).then_some(note),
         },
-        "in_flight" => ClaimReply::InFlight(items.stored(false)?),
-        "completed" => ClaimReply::Completed(items.stored(true)?),
+        "in_flight" => ClaimReply::InFlight(decode(items.bytes()?, false)?),
+        "completed" => ClaimReply::Completed(decode(items.bytes()?, true)?),
         other => return Err(bad(format!("claim outcome {other:?}"))),
     };
     items.end()?;
     Ok((reply, now))
 }
 
-/// Reads the reply of the read script, and the server's `now` it carries.
+/// Reads the reply of the read function, and the server's `now` it carries.
 pub(crate) fn read(value: Value) -> Result<(ReadReply, u64), BadReply> {
     let mut items = Items::of(value)?;
     let state = items.text()?;
@@ -89,8 +103,8 @@ pub(crate) fn read(value: Value) -> Result<(ReadReply, u64), BadReply> {
         "absent" => ReadReply::Absent {
             corrupt: (!note.is_empty()).then_some(note),
         },
-        "claimed" => ReadReply::Present(items.stored(false)?),
-        "completed" => ReadReply::Present(items.stored(true)?),
+        "claimed" => ReadReply::Present(decode(items.bytes()?, false)?),
+        "completed" => ReadReply::Present(decode(items.bytes()?, true)?),
         other => return Err(bad(format!("read state {other:?}"))),
     };
     items.end()?;
@@ -109,6 +123,98 @@ pub(crate) fn write(value: Value) -> Result<(bool, u64), BadReply> {
     let now = items.number()?;
     items.end()?;
     Ok((done, now))
+}
+
+/// The layout of a record value (see the top of `scripts/library.lua`): its first bytes,
+/// the fixed header's length, and where each fixed field sits in it (0-based, end
+/// exclusive).
+pub(crate) mod layout {
+    use std::ops::Range;
+
+    pub(crate) const PREFIX: &[u8] = b"ik2";
+    pub(crate) const STATE: usize = 3;
+    pub(crate) const TOKEN: Range<usize> = 4..36;
+    pub(crate) const CLAIMED_AT: Range<usize> = 36..52;
+    pub(crate) const LEASE_UNTIL: Range<usize> = 52..68;
+    pub(crate) const GONE_AT: Range<usize> = 68..84;
+    pub(crate) const COMPLETED_AT: Range<usize> = 84..100;
+    pub(crate) const STATUS: Range<usize> = 100..103;
+    pub(crate) const FINGERPRINT_VERSION: Range<usize> = 103..113;
+    pub(crate) const FINGERPRINT_LEN: Range<usize> = 113..123;
+    pub(crate) const HEADERS_LEN: Range<usize> = 123..133;
+    pub(crate) const HEADER: usize = 133;
+}
+
+/// Decimal digits as a number (the server checked they are digits; anything else here is
+/// a bad reply).
+fn digits(value: &[u8], at: std::ops::Range<usize>) -> Result<u64, BadReply> {
+    let field = &value[at];
+    if !field.iter().all(u8::is_ascii_digit) {
+        return Err(bad("a record field that is not digits"));
+    }
+    std::str::from_utf8(field)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| bad("a record field out of range"))
+}
+
+/// A record value as the functions return it, `completed` or claimed as the reply said.
+/// What the server checks (the layout, the state, the token, the numbers, the lengths)
+/// failing here is a bad reply; what only the client can check (the fingerprint's UTF-8)
+/// makes it [`Undecodable`]. The body and headers are slices of the reply, not copies.
+pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply> {
+    use layout::*;
+    if value.len() < HEADER || !value.starts_with(PREFIX) {
+        return Err(bad("a record value of another layout"));
+    }
+    let state = if completed { b'd' } else { b'c' };
+    if value[STATE] != state {
+        return Err(bad("a record value whose state is not the reply's"));
+    }
+    let token_text = std::str::from_utf8(&value[TOKEN])
+        .map_err(|_| bad("a malformed claim token"))?
+        .to_owned();
+    let token: ClaimToken = token_text
+        .parse()
+        .map_err(|_| bad("a malformed claim token"))?;
+    let fingerprint_version = u32::try_from(digits(&value, FINGERPRINT_VERSION)?)
+        .map_err(|_| bad("a fingerprint version beyond u32"))?;
+    let fingerprint_len = digits(&value, FINGERPRINT_LEN)? as usize;
+    let headers_len = digits(&value, HEADERS_LEN)? as usize;
+    let fingerprint_end = HEADER
+        .checked_add(fingerprint_len)
+        .filter(|end| *end <= value.len())
+        .ok_or_else(|| bad("a fingerprint beyond the value"))?;
+    let headers_end = fingerprint_end
+        .checked_add(headers_len)
+        .filter(|end| *end <= value.len())
+        .ok_or_else(|| bad("headers beyond the value"))?;
+    let result = if completed {
+        let status = u16::try_from(digits(&value, STATUS)?).map_err(|_| bad("a status"))?;
+        Some(StoredResult {
+            completed_at: digits(&value, COMPLETED_AT)?,
+            status,
+            headers: value.slice(fingerprint_end..headers_end),
+            body: value.slice(headers_end..),
+        })
+    } else {
+        None
+    };
+    let Ok(fingerprint) = std::str::from_utf8(&value[HEADER..fingerprint_end]) else {
+        return Ok(Err(Undecodable {
+            token: token_text,
+            reason: "a fingerprint that is not UTF-8".to_owned(),
+        }));
+    };
+    Ok(Ok(Stored {
+        token,
+        fingerprint: fingerprint.to_owned(),
+        fingerprint_version,
+        claimed_at: digits(&value, CLAIMED_AT)?,
+        lease_until: digits(&value, LEASE_UNTIL)?,
+        gone_at: digits(&value, GONE_AT)?,
+        result,
+    }))
 }
 
 /// The elements of an array reply, taken in order.
@@ -155,46 +261,13 @@ impl Items {
             other => Err(bad(format!("not a number: {other:?}"))),
         }
     }
-
-    /// The record fields, in the order the scripts list them.
-    fn stored(&mut self, completed: bool) -> Result<Stored, BadReply> {
-        let token = self
-            .text()?
-            .parse()
-            .map_err(|_| bad("a malformed claim token"))?;
-        let fingerprint = self.text()?;
-        let fingerprint_version =
-            u32::try_from(self.number()?).map_err(|_| bad("a fingerprint version beyond u32"))?;
-        let claimed_at = self.number()?;
-        let lease_until = self.number()?;
-        let gone_at = self.number()?;
-        let result = if completed {
-            Some(StoredResult {
-                completed_at: self.number()?,
-                status: u16::try_from(self.number()?).map_err(|_| bad("a status beyond u16"))?,
-                headers: self.bytes()?,
-                body: self.bytes()?,
-            })
-        } else {
-            None
-        };
-        Ok(Stored {
-            token,
-            fingerprint,
-            fingerprint_version,
-            claimed_at,
-            lease_until,
-            gone_at,
-            result,
-        })
-    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    pub(crate) const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
     fn bulk(text: &str) -> Value {
         Value::BulkString(text.as_bytes().to_vec())
@@ -202,6 +275,57 @@ mod tests {
 
     fn array(items: &[&str]) -> Value {
         Value::Array(items.iter().map(|item| bulk(item)).collect())
+    }
+
+    /// A record value as the library writes it: claimed when `result` is `None`, else
+    /// completed with (completed at, status, headers, body).
+    pub(crate) fn value(
+        token: &str,
+        fingerprint: &str,
+        instants: (u64, u64, u64),
+        result: Option<(u64, u16, &str, &str)>,
+    ) -> String {
+        let (claimed_at, lease_until, gone_at) = instants;
+        let head = format!("{token}{claimed_at:016}{lease_until:016}{gone_at:016}");
+        match result {
+            None => format!(
+                "ik2c{head}{:016}000{:010}{:010}{:010}{fingerprint}",
+                0,
+                3,
+                fingerprint.len(),
+                0
+            ),
+            Some((completed_at, status, headers, body)) => format!(
+                "ik2d{head}{completed_at:016}{status:03}{:010}{:010}{:010}{fingerprint}{headers}{body}",
+                3,
+                fingerprint.len(),
+                headers.len()
+            ),
+        }
+    }
+
+    #[test]
+    fn the_layouts_offsets_are_the_librarys() {
+        let library = include_str!("scripts/library.lua");
+        // The library's table of offsets is 1-based and inclusive.
+        for (range, line) in [
+            (layout::TOKEN, "5-36    claim token"),
+            (layout::CLAIMED_AT, "37-52   claimed at"),
+            (layout::LEASE_UNTIL, "53-68   lease until"),
+            (layout::GONE_AT, "69-84   gone after"),
+            (layout::COMPLETED_AT, "85-100  completed at"),
+            (layout::STATUS, "101-103 status"),
+            (layout::FINGERPRINT_VERSION, "104-113 fingerprint version"),
+            (layout::FINGERPRINT_LEN, "114-123 fingerprint length"),
+            (layout::HEADERS_LEN, "124-133 headers length"),
+        ] {
+            assert!(library.contains(line), "{line}");
+            let documented = format!("{}-{}", range.start + 1, range.end);
+            assert!(line.starts_with(&documented), "{line} vs {range:?}");
+        }
+        assert!(library.contains(&format!("local HEADER = {}", layout::HEADER)));
+        let claimed = value(TOKEN, "fp", (1, 2, 3), None);
+        assert_eq!(claimed.len(), layout::HEADER + 2);
     }
 
     #[test]
@@ -231,19 +355,9 @@ mod tests {
                 replaced: Some("a string value".into())
             }
         );
-        let (busy, _) = claim(array(&[
-            "in_flight",
-            "100",
-            "",
-            TOKEN,
-            "fp",
-            "3",
-            "90",
-            "130",
-            "190",
-        ]))
-        .unwrap();
-        let ClaimReply::InFlight(record) = busy else {
+        let claimed = value(TOKEN, "fp", (90, 130, 190), None);
+        let (busy, _) = claim(array(&["in_flight", "100", "", &claimed])).unwrap();
+        let ClaimReply::InFlight(Ok(record)) = busy else {
             panic!("{busy:?}")
         };
         assert_eq!(record.token.to_string(), TOKEN);
@@ -256,32 +370,40 @@ mod tests {
             (90, 130, 190)
         );
         assert_eq!(record.result, None);
-        let (done, _) = claim(array(&[
-            "completed",
-            "100",
-            "",
-            TOKEN,
-            "fp",
-            "3",
-            "90",
-            "130",
-            "190",
-            "95",
-            "201",
-            "",
-            "body",
-        ]))
-        .unwrap();
-        let ClaimReply::Completed(record) = done else {
+        let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "hh", "body")));
+        let (done, _) = claim(array(&["completed", "100", "", &completed])).unwrap();
+        let ClaimReply::Completed(Ok(record)) = done else {
             panic!("{done:?}")
         };
         let result = record.result.unwrap();
         assert_eq!((result.completed_at, result.status), (95, 201));
+        assert_eq!(result.headers, "hh");
         assert_eq!(result.body, "body");
     }
 
     #[test]
-    fn replies_that_are_not_the_scripts_are_errors() {
+    fn a_fingerprint_that_is_not_utf8_is_undecodable_by_its_token() {
+        let mut claimed = value(TOKEN, "fp", (90, 130, 190), None).into_bytes();
+        let last = claimed.len() - 1;
+        claimed[last] = 0xff;
+        let decoded = decode(Bytes::from(claimed), false).unwrap();
+        assert_eq!(
+            decoded,
+            Err(Undecodable {
+                token: TOKEN.to_owned(),
+                reason: "a fingerprint that is not UTF-8".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn replies_that_are_not_the_functions_are_errors() {
+        let claimed = value(TOKEN, "fp", (90, 130, 190), None);
+        let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "", "b")));
+        let short = &claimed[..claimed.len() - 1];
+        let other_layout = claimed.replacen("ik2", "ik3", 1);
+        let bad_token = claimed.replacen(TOKEN, &"z".repeat(32), 1);
+        let bad_digits = claimed.replacen("0000000000000090", "00000000000000x0", 1);
         for value in [
             Value::Nil,
             Value::Int(1),
@@ -290,28 +412,14 @@ mod tests {
             array(&["new", "x", ""]),
             array(&["maybe", "100", ""]),
             array(&["new", "100", "", "extra"]),
-            array(&[
-                "in_flight",
-                "100",
-                "",
-                "not-a-token",
-                "fp",
-                "3",
-                "90",
-                "130",
-                "190",
-            ]),
-            array(&[
-                "in_flight",
-                "100",
-                "",
-                TOKEN,
-                "fp",
-                "99999999999",
-                "90",
-                "130",
-                "190",
-            ]),
+            array(&["in_flight", "100", ""]),
+            array(&["in_flight", "100", "", &completed]),
+            array(&["completed", "100", "", &claimed]),
+            array(&["in_flight", "100", "", short]),
+            array(&["in_flight", "100", "", &other_layout]),
+            array(&["in_flight", "100", "", &bad_token]),
+            array(&["in_flight", "100", "", &bad_digits]),
+            array(&["in_flight", "100", "", &claimed, "extra"]),
         ] {
             assert!(claim(value.clone()).is_err(), "{value:?}");
         }
@@ -331,5 +439,8 @@ mod tests {
                 corrupt: Some("a list value".into())
             }
         );
+        let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "", "b")));
+        let (present, _) = read(array(&["completed", "1", "", &completed])).unwrap();
+        assert!(matches!(present, ReadReply::Present(Ok(_))));
     }
 }
