@@ -119,7 +119,7 @@ end
 -- field but the encoded headers (the client decodes those, and reports them corrupt).
 local function parse(value)
   if #value < HEADER or string.sub(value, 1, 3) ~= LAYOUT then
-    return nil, 'an unknown record format'
+    return nil, 'a string value that is not a record of a known layout'
   end
   local state = string.sub(value, 4, 4)
   if state ~= 'c' and state ~= 'd' then
@@ -128,6 +128,9 @@ local function parse(value)
   local token = string.sub(value, 5, 36)
   if string.find(token, '[^0-9a-f]') then
     return nil, 'a malformed claim token'
+  end
+  if state == 'd' and string.find(string.sub(value, 101, 103), '%D') then
+    return nil, 'a status out of range'
   end
   if string.find(string.sub(value, 37, HEADER), '%D') then
     return nil, 'malformed numbers'
