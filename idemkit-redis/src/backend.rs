@@ -99,6 +99,18 @@ pub(crate) enum Found {
     Completed(Record),
 }
 
+/// A duration in microseconds as the 16 digits a record stores it in (see
+/// `scripts/library.lua`; [`micros`] keeps it below 10^16).
+fn digits16(micros: u64) -> String {
+    format!("{micros:016}")
+}
+
+/// The time to live of a key whose record is gone `micros` from now: in milliseconds,
+/// rounded up, plus one, so that the key outlives its record and expires just after it.
+fn key_ttl_ms(micros: u64) -> u64 {
+    micros.div_ceil(1000) + 1
+}
+
 fn storage(operation: &'static str, cause: Cause) -> Error {
     Error::storage(RedisError::new(operation, cause))
 }
@@ -246,14 +258,20 @@ impl Inner {
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
+        // What the claim writes, formatted here: the server adds only its time.
+        let lease = digits16(micros(lease_ttl));
+        let grace = digits16(micros(self.reclaim_grace));
+        let mut rest = format!("{fingerprint_version:010}{:010}{:010}", fingerprint.len(), 0);
+        rest.push_str(fingerprint);
+        let expires = key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace));
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
             call.arg(&token_text)
-                .arg(fingerprint)
-                .arg(fingerprint_version)
-                .arg(micros(lease_ttl))
-                .arg(micros(self.reclaim_grace));
+                .arg(&lease)
+                .arg(&grace)
+                .arg(&rest)
+                .arg(&expires);
             match &replacing {
                 Some(undecodable) => call.arg(&undecodable.token).arg(&undecodable.reason),
                 None => call.arg("").arg(""),
@@ -322,10 +340,12 @@ impl Inner {
         );
         let mut call = fcall(scripts::COMPLETE, &storage_key);
         call.arg(token.to_string())
-            .arg(micros(expires_after))
+            .arg(digits16(micros(expires_after)))
             .arg(response.status)
+            .arg(format!("{:010}", headers.len()))
             .arg(headers)
-            .arg(response.body.as_ref());
+            .arg(response.body.as_ref())
+            .arg(key_ttl_ms(micros(expires_after)));
         // Remembered before it is sent: the server wakes this key's waiters before this
         // reply arrives, and a waiter that decoded the result first would otherwise hold
         // an allocation of its own. Only a record this token stored, equal to it, is
@@ -358,7 +378,8 @@ impl Inner {
         let mut call = fcall(scripts::RENEW, &storage_key);
         call.arg(token.to_string())
             .arg(micros(lease_ttl))
-            .arg(micros(self.reclaim_grace));
+            .arg(digits16(micros(self.reclaim_grace)))
+            .arg(key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace)));
         self.write("renew", &call, &storage_key).await
     }
 

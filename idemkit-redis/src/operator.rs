@@ -37,23 +37,28 @@ const DELETE_IF_GONE: &str = r"
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 local gone_at
-local value = redis.pcall('GETRANGE', KEYS[1], 0, 132)
+local value = redis.pcall('GETRANGE', KEYS[1], 0, 148)
 if type(value) == 'string' then
-  if #value < 133 or string.sub(value, 1, 3) ~= 'ik2' then
+  if #value < 149 or string.sub(value, 1, 3) ~= 'ik2' or string.find(string.sub(value, 37, 116), '%D') then
     return 0
   end
-  gone_at = string.sub(value, 69, 84)
+  local state = string.sub(value, 4, 4)
+  if state == 'c' then
+    gone_at = tonumber(string.sub(value, 37, 52)) + tonumber(string.sub(value, 53, 68))
+      + tonumber(string.sub(value, 69, 84))
+  elseif state == 'd' then
+    gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+  else
+    return 0
+  end
 else
   local f = redis.pcall('HMGET', KEYS[1], 'v', 'ga')
-  if f['err'] or f[1] ~= '1' then
+  if f['err'] or f[1] ~= '1' or type(f[2]) ~= 'string' or #f[2] == 0 or string.find(f[2], '%D') then
     return 0
   end
-  gone_at = f[2]
+  gone_at = tonumber(f[2])
 end
-if type(gone_at) ~= 'string' or #gone_at == 0 or string.find(gone_at, '%D') then
-  return 0
-end
-if now <= tonumber(gone_at) then
+if now <= gone_at then
   return 0
 end
 return redis.call('DEL', KEYS[1])
@@ -62,26 +67,39 @@ return redis.call('DEL', KEYS[1])
 /// The fields [`standing`] reads of each record at `KEYS`, whatever its layout: five
 /// values per key (layout, state, claimed at, lease until, gone after), `false` for each
 /// one a key does not have. Layout 2 is a string whose fixed header holds them (only its
-/// first 133 bytes are read, never the body); layout 1 a hash.
+/// first 149 bytes are read, never the body: claimed at, and the durations the instants
+/// follow from); layout 1 a hash.
 const FIELDS_OF: &str = r"
 local out = {}
+local function none()
+  for _ = 1, 5 do out[#out + 1] = false end
+end
 for _, key in ipairs(KEYS) do
-  local value = redis.pcall('GETRANGE', key, 0, 132)
+  local value = redis.pcall('GETRANGE', key, 0, 148)
   if type(value) == 'string' then
-    if #value == 133 and string.sub(value, 1, 3) == 'ik2' then
-      local state = string.sub(value, 4, 4)
+    local state = string.sub(value, 4, 4)
+    if #value == 149 and string.sub(value, 1, 3) == 'ik2' and (state == 'c' or state == 'd')
+        and not string.find(string.sub(value, 37, 116), '%D') then
+      local claimed_at = tonumber(string.sub(value, 37, 52))
+      local lease_until = claimed_at + tonumber(string.sub(value, 53, 68))
+      local gone_at
+      if state == 'c' then
+        gone_at = lease_until + tonumber(string.sub(value, 69, 84))
+      else
+        gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+      end
       out[#out + 1] = '2'
-      out[#out + 1] = (state == 'c' and 'claimed') or (state == 'd' and 'completed') or state
-      out[#out + 1] = string.sub(value, 37, 52)
-      out[#out + 1] = string.sub(value, 53, 68)
-      out[#out + 1] = string.sub(value, 69, 84)
+      out[#out + 1] = state == 'c' and 'claimed' or 'completed'
+      out[#out + 1] = string.format('%d', claimed_at)
+      out[#out + 1] = string.format('%d', lease_until)
+      out[#out + 1] = string.format('%d', gone_at)
     else
-      for _ = 1, 5 do out[#out + 1] = false end
+      none()
     end
   else
     local f = redis.pcall('HMGET', key, 'v', 's', 'ca', 'lu', 'ga')
     if f['err'] then
-      for _ = 1, 5 do out[#out + 1] = false end
+      none()
     else
       for i = 1, 5 do out[#out + 1] = f[i] end
     end
@@ -433,14 +451,8 @@ mod tests {
             Some(Standing::Completed { gone_at: 900 })
         );
         assert_eq!(standing(&done, 901), Some(Standing::Gone));
-        // Layout 2's fixed-width fields read the same.
-        let claim = fields([
-            "2",
-            "claimed",
-            "0000000000000100",
-            "0000000000000200",
-            "0000000000000300",
-        ]);
+        // Layout 2's instants read the same.
+        let claim = fields(["2", "claimed", "100", "200", "300"]);
         assert_eq!(
             standing(&claim, 150),
             Some(Standing::InFlight { claimed_at: 100 })

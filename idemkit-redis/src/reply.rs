@@ -74,8 +74,17 @@ pub(crate) enum ReadReply {
     Present(Decoded),
 }
 
-/// Reads the reply of the claim function, and the server's `now` it carries.
+/// Reads the reply of the claim function, and the server's `now` it carries. A claim of a
+/// free key answers only the server's time (an integer).
 pub(crate) fn claim(value: Value) -> Result<(ClaimReply, u64), BadReply> {
+    if let Value::Int(now) = value {
+        let now = u64::try_from(now).map_err(|_| bad(format!("a negative time {now}")))?;
+        let won = ClaimReply::Won {
+            reclaimed: false,
+            replaced: None,
+        };
+        return Ok((won, now));
+    }
     let mut items = Items::of(value)?;
     let outcome = items.text()?;
     let now = items.number()?;
@@ -112,17 +121,13 @@ pub(crate) fn read(value: Value) -> Result<(ReadReply, u64), BadReply> {
 }
 
 /// Reads the reply of complete, release or renew: whether it took effect, and the
-/// server's `now`.
+/// server's `now`. The reply is the server's time, negated when nothing was done.
 pub(crate) fn write(value: Value) -> Result<(bool, u64), BadReply> {
-    let mut items = Items::of(value)?;
-    let done = match items.number()? {
-        0 => false,
-        1 => true,
-        other => return Err(bad(format!("write result {other}"))),
-    };
-    let now = items.number()?;
-    items.end()?;
-    Ok((done, now))
+    match value {
+        Value::Int(now) if now > 0 => Ok((true, now.unsigned_abs())),
+        Value::Int(now) if now < 0 => Ok((false, now.unsigned_abs())),
+        other => Err(bad(format!("a write's reply that is not a time: {other:?}"))),
+    }
 }
 
 /// The layout of a record value (see the top of `scripts/library.lua`): its first bytes,
@@ -135,14 +140,15 @@ pub(crate) mod layout {
     pub(crate) const STATE: usize = 3;
     pub(crate) const TOKEN: Range<usize> = 4..36;
     pub(crate) const CLAIMED_AT: Range<usize> = 36..52;
-    pub(crate) const LEASE_UNTIL: Range<usize> = 52..68;
-    pub(crate) const GONE_AT: Range<usize> = 68..84;
+    pub(crate) const LEASE: Range<usize> = 52..68;
+    pub(crate) const GRACE: Range<usize> = 68..84;
     pub(crate) const COMPLETED_AT: Range<usize> = 84..100;
-    pub(crate) const STATUS: Range<usize> = 100..103;
-    pub(crate) const FINGERPRINT_VERSION: Range<usize> = 103..113;
-    pub(crate) const FINGERPRINT_LEN: Range<usize> = 113..123;
-    pub(crate) const HEADERS_LEN: Range<usize> = 123..133;
-    pub(crate) const HEADER: usize = 133;
+    pub(crate) const TIME_TO_LIVE: Range<usize> = 100..116;
+    pub(crate) const STATUS: Range<usize> = 116..119;
+    pub(crate) const FINGERPRINT_VERSION: Range<usize> = 119..129;
+    pub(crate) const FINGERPRINT_LEN: Range<usize> = 129..139;
+    pub(crate) const HEADERS_LEN: Range<usize> = 139..149;
+    pub(crate) const HEADER: usize = 149;
 }
 
 /// Decimal digits as a number (the server checked they are digits; anything else here is
@@ -189,16 +195,28 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
         .checked_add(headers_len)
         .filter(|end| *end <= value.len())
         .ok_or_else(|| bad("headers beyond the value"))?;
-    let result = if completed {
+    let claimed_at = digits(&value, CLAIMED_AT)?;
+    let lease_until = claimed_at
+        .checked_add(digits(&value, LEASE)?)
+        .ok_or_else(|| bad("a lease beyond u64"))?;
+    let (gone_at, result) = if completed {
         let status = u16::try_from(digits(&value, STATUS)?).map_err(|_| bad("a status"))?;
-        Some(StoredResult {
-            completed_at: digits(&value, COMPLETED_AT)?,
+        let completed_at = digits(&value, COMPLETED_AT)?;
+        let gone_at = completed_at
+            .checked_add(digits(&value, TIME_TO_LIVE)?)
+            .ok_or_else(|| bad("a time to live beyond u64"))?;
+        let result = StoredResult {
+            completed_at,
             status,
             headers: value.slice(fingerprint_end..headers_end),
             body: value.slice(headers_end..),
-        })
+        };
+        (gone_at, Some(result))
     } else {
-        None
+        let gone_at = lease_until
+            .checked_add(digits(&value, GRACE)?)
+            .ok_or_else(|| bad("a grace beyond u64"))?;
+        (gone_at, None)
     };
     let Ok(fingerprint) = std::str::from_utf8(&value[HEADER..fingerprint_end]) else {
         return Ok(Err(Undecodable {
@@ -210,9 +228,9 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
         token,
         fingerprint: fingerprint.to_owned(),
         fingerprint_version,
-        claimed_at: digits(&value, CLAIMED_AT)?,
-        lease_until: digits(&value, LEASE_UNTIL)?,
-        gone_at: digits(&value, GONE_AT)?,
+        claimed_at,
+        lease_until,
+        gone_at,
         result,
     }))
 }
@@ -286,19 +304,19 @@ pub(crate) mod tests {
         result: Option<(u64, u16, &str, &str)>,
     ) -> String {
         let (claimed_at, lease_until, gone_at) = instants;
-        let head = format!("{token}{claimed_at:016}{lease_until:016}{gone_at:016}");
+        let lease = lease_until - claimed_at;
+        let tail = format!("{:010}{:010}", 3, fingerprint.len());
         match result {
             None => format!(
-                "ik2c{head}{:016}000{:010}{:010}{:010}{fingerprint}",
+                "ik2c{token}{claimed_at:016}{lease:016}{:016}{:035}{tail}{:010}{fingerprint}",
+                gone_at - lease_until,
                 0,
-                3,
-                fingerprint.len(),
                 0
             ),
             Some((completed_at, status, headers, body)) => format!(
-                "ik2d{head}{completed_at:016}{status:03}{:010}{:010}{:010}{fingerprint}{headers}{body}",
-                3,
-                fingerprint.len(),
+                "ik2d{token}{claimed_at:016}{lease:016}{:016}{completed_at:016}{:016}{status:03}{tail}{:010}{fingerprint}{headers}{body}",
+                0,
+                gone_at - completed_at,
                 headers.len()
             ),
         }
@@ -311,13 +329,14 @@ pub(crate) mod tests {
         for (range, line) in [
             (layout::TOKEN, "5-36    claim token"),
             (layout::CLAIMED_AT, "37-52   claimed at"),
-            (layout::LEASE_UNTIL, "53-68   lease until"),
-            (layout::GONE_AT, "69-84   gone after"),
+            (layout::LEASE, "53-68   lease"),
+            (layout::GRACE, "69-84   grace"),
             (layout::COMPLETED_AT, "85-100  completed at"),
-            (layout::STATUS, "101-103 status"),
-            (layout::FINGERPRINT_VERSION, "104-113 fingerprint version"),
-            (layout::FINGERPRINT_LEN, "114-123 fingerprint length"),
-            (layout::HEADERS_LEN, "124-133 headers length"),
+            (layout::TIME_TO_LIVE, "101-116 time to live"),
+            (layout::STATUS, "117-119 status"),
+            (layout::FINGERPRINT_VERSION, "120-129 fingerprint version"),
+            (layout::FINGERPRINT_LEN, "130-139 fingerprint length"),
+            (layout::HEADERS_LEN, "140-149 headers length"),
         ] {
             assert!(library.contains(line), "{line}");
             let documented = format!("{}-{}", range.start + 1, range.end);
@@ -339,6 +358,16 @@ pub(crate) mod tests {
             }
         );
         assert_eq!(now, 100);
+        // A free key's claim answers only the time.
+        let (won, now) = claim(Value::Int(101)).unwrap();
+        assert_eq!(
+            won,
+            ClaimReply::Won {
+                reclaimed: false,
+                replaced: None
+            }
+        );
+        assert_eq!(now, 101);
         let (won, _) = claim(array(&["reclaimed", "100", ""])).unwrap();
         assert!(matches!(
             won,
@@ -404,9 +433,10 @@ pub(crate) mod tests {
         let other_layout = claimed.replacen("ik2", "ik3", 1);
         let bad_token = claimed.replacen(TOKEN, &"z".repeat(32), 1);
         let bad_digits = claimed.replacen("0000000000000090", "00000000000000x0", 1);
+        assert_ne!(bad_digits, claimed);
         for value in [
             Value::Nil,
-            Value::Int(1),
+            Value::Int(-1),
             array(&[]),
             array(&["new"]),
             array(&["new", "x", ""]),
@@ -423,15 +453,19 @@ pub(crate) mod tests {
         ] {
             assert!(claim(value.clone()).is_err(), "{value:?}");
         }
-        assert!(write(Value::Array(vec![Value::Int(2), bulk("1")])).is_err());
+        assert!(write(Value::Array(vec![Value::Int(1), bulk("1")])).is_err());
+        assert!(write(Value::Int(0)).is_err());
         assert!(read(array(&["gone", "1", ""])).is_err());
     }
 
     #[test]
     fn write_and_read_replies() {
-        let (done, now) = write(Value::Array(vec![Value::Int(1), bulk("42")])).unwrap();
+        let (done, now) = write(Value::Int(42)).unwrap();
         assert!(done);
         assert_eq!(now, 42);
+        let (done, now) = write(Value::Int(-43)).unwrap();
+        assert!(!done);
+        assert_eq!(now, 43);
         let (absent, _) = read(array(&["absent", "1", "a list value"])).unwrap();
         assert_eq!(
             absent,

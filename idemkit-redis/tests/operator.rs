@@ -57,11 +57,11 @@ fn write_gone_record(connection: &mut redis::Connection, storage_key: &str) {
 fn write_gone_record_layout_2(connection: &mut redis::Connection, storage_key: &str) {
     let now = server_micros(connection);
     let hour = 3_600_000_000u64;
+    // Claimed two hours ago for an hour, completed then for an hour.
     let value = format!(
-        "ik2d0123456789abcdef0123456789abcdef{:016}{:016}{:016}{:016}200{:010}{:010}{:010}fpold",
+        "ik2d0123456789abcdef0123456789abcdef{:016}{hour:016}{:016}{:016}{hour:016}200{:010}{:010}{:010}fpold",
         now - 2 * hour,
-        now - hour,
-        now - hour,
+        0,
         now - 2 * hour,
         1,
         2,

@@ -27,7 +27,7 @@ fn connection(server: &RedisServer) -> redis::Connection {
 
 /// The value of a record of layout 2 (see the crate's `scripts/library.lua`): its fixed
 /// header, then the fingerprint, the headers and the body.
-const HEADER: usize = 133;
+const HEADER: usize = 149;
 
 /// Rewrites the stored headers of the completed record at `storage_key` (layout 2) to
 /// `headers`, keeping its TTL.
@@ -39,8 +39,8 @@ fn rewrite_headers(raw: &mut redis::Connection, storage_key: &str, headers: &[u8
             .parse()
             .unwrap()
     };
-    let (fingerprint, old_headers) = (length(113), length(123));
-    let mut new = value[..123].to_vec();
+    let (fingerprint, old_headers) = (length(129), length(139));
+    let mut new = value[..139].to_vec();
     new.extend_from_slice(format!("{:010}", headers.len()).as_bytes());
     new.extend_from_slice(&value[HEADER..HEADER + fingerprint]);
     new.extend_from_slice(headers);
@@ -225,7 +225,7 @@ async fn a_result_whose_status_is_out_of_range_is_corrupt_like_one_whose_headers
             let () = raw.del(&storage_key).unwrap();
             plant_layout_1(&mut raw, &storage_key, token, Some((status, b"", "first")));
         } else {
-            let _: i64 = raw.setrange(&storage_key, 100, status).unwrap();
+            let _: i64 = raw.setrange(&storage_key, 116, status).unwrap();
         }
 
         assert!(

@@ -6,60 +6,60 @@
 -- as `string` are reachable only inside the functions, when they run).
 --
 -- A record (layout 2) is one string at the key, written with its expiry by one
--- `SET ... PXAT`. A fixed header of 133 bytes, then three variable fields:
+-- `SET ... PX`. A fixed header of 149 bytes, then three variable fields:
 --   1-3     'ik2'                 the layout: told apart from any other value
 --   4       'c' claimed, 'd' completed (done)
 --   5-36    claim token           32 lowercase hex digits
 --   37-52   claimed at            16 decimal digits (server microseconds)
---   53-68   lease until           16 digits
---   69-84   gone after            16 digits (the key expires just after it)
+--   53-68   lease                 16 digits (µs): lease until = claimed at + lease
+--   69-84   grace                 16 digits (µs): while claimed, gone after =
+--                                 lease until + grace
 --   85-100  completed at          16 digits (zeros while claimed)
---   101-103 status                3 digits ('000' while claimed)
---   104-113 fingerprint version   10 digits
---   114-123 fingerprint length    10 digits
---   124-133 headers length        10 digits ('0...0' while claimed)
+--   101-116 time to live          16 digits (µs; zeros while claimed): once completed,
+--                                 gone after = completed at + time to live
+--   117-119 status                3 digits ('000' while claimed)
+--   120-129 fingerprint version   10 digits
+--   130-139 fingerprint length    10 digits
+--   140-149 headers length        10 digits (zeros while claimed)
 --   then the fingerprint, the encoded headers, and the body (the rest).
--- A claimed record ends right after its fingerprint.
+-- A claimed record ends right after its fingerprint. Durations, not instants, are stored
+-- next to the one instant the server reads from `TIME`, so that a claim or a completion
+-- writes only text the client formatted and the digits `TIME` returned: no number is
+-- formatted on the server on the way of a claim or a completion. The key expires (`PX`,
+-- from the client, rounded up) just after the record is gone.
 --
 -- Layout 1, a hash (fields v='1', s, t, f, fv, ca, lu, ga, cd, st, h, b), is what the
 -- previous scripts wrote. It is still read: a record found in it is converted to layout 2
 -- on the way (in Lua, for this call), so a completion or renewal rewrites it in layout 2
 -- and the client only ever decodes one layout. Anything else at a key is not a record:
 -- it is absent, and the reply says why.
+--
+-- Replies: the common answers are one integer (cheaper for the server to send than an
+-- array): a claim of a free key answers the server's time; complete, release and renew
+-- answer the server's time when they took effect and its negation when they did not.
 
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
 local LAYOUT = 'ik2'
-local HEADER = 133
+local HEADER = 149
 -- Beyond 2^53 a Lua number is no longer an exact integer.
 local MAX_TIME = 9007199254740991
 local MAX_FINGERPRINT_VERSION = 4294967295
--- Completed at and status of a record still claimed.
-local NO_RESULT = '0000000000000000000'
+-- Completed at, time to live and status of a record still claimed.
+local NO_RESULT = '00000000000000000000000000000000000'
 local NO_HEADERS = '0000000000'
 
--- An integer as exact decimal text (tostring would switch to exponent form).
-local function int(n)
-  return string.format('%d', n)
-end
-
-local function pad16(n)
-  return string.format('%016d', n)
-end
-
-local function pad10(n)
-  return string.format('%010d', n)
-end
-
--- The server's clock in microseconds.
+-- The server's clock: microseconds as a number, and as 16 digits of text.
 local function clock()
   local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local micros = time[2]
+  return tonumber(time[1]) * 1000000 + tonumber(micros),
+    time[1] .. string.sub('000000', #micros + 1) .. micros
 end
 
--- The millisecond the key expires at: just after the instant `at`.
-local function expiry(at)
-  return int(math.floor(at / 1000) + 1)
+-- 16 digits of text for a number of microseconds (only off the common paths).
+local function digits16(n)
+  return string.format('%016d', n)
 end
 
 -- The value of decimal text no larger than max, or nil.
@@ -94,16 +94,23 @@ local function from_layout_1(key)
     return nil, 'a malformed fingerprint'
   end
   local claimed_at, lease_until, gone_at = uint(f[6], MAX_TIME), uint(f[7], MAX_TIME), uint(f[8], MAX_TIME)
-  if not claimed_at or not lease_until or not gone_at then
+  if not claimed_at or not lease_until or not gone_at or lease_until < claimed_at then
     return nil, 'malformed instants'
   end
-  local head = f[3] .. pad16(claimed_at) .. pad16(lease_until) .. pad16(gone_at)
+  local head = f[3] .. digits16(claimed_at) .. digits16(lease_until - claimed_at)
+  local tail = string.format('%010d%010d', fingerprint_version, #f[4])
   if state == 'claimed' then
-    return LAYOUT .. 'c' .. head .. NO_RESULT .. pad10(fingerprint_version) .. pad10(#f[4])
+    if gone_at < lease_until then
+      return nil, 'malformed instants'
+    end
+    return LAYOUT .. 'c' .. head .. digits16(gone_at - lease_until) .. NO_RESULT .. tail
       .. NO_HEADERS .. f[4]
   end
   local completed_at = uint(f[9], MAX_TIME)
-  if not completed_at or type(f[11]) ~= 'string' or type(f[12]) ~= 'string' then
+  if not completed_at or gone_at < completed_at then
+    return nil, 'malformed instants'
+  end
+  if type(f[11]) ~= 'string' or type(f[12]) ~= 'string' then
     return nil, 'a malformed response'
   end
   -- An HTTP status has three digits: anything else could never be answered.
@@ -111,8 +118,9 @@ local function from_layout_1(key)
   if not status or status < 100 then
     return nil, 'a status out of range'
   end
-  return LAYOUT .. 'd' .. head .. pad16(completed_at) .. int(status) .. pad10(fingerprint_version)
-    .. pad10(#f[4]) .. pad10(#f[11]) .. f[4] .. f[11] .. f[12]
+  return LAYOUT .. 'd' .. head .. digits16(0) .. digits16(completed_at)
+    .. digits16(gone_at - completed_at) .. string.format('%03d', status) .. tail
+    .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
 end
 
 -- The record in `value` (layout 2): a table, or nil and why it is not one. Checks every
@@ -129,44 +137,52 @@ local function parse(value)
   if string.find(token, '[^0-9a-f]') then
     return nil, 'a malformed claim token'
   end
-  if state == 'd' and string.find(string.sub(value, 101, 103), '%D') then
+  if state == 'd' and string.find(string.sub(value, 117, 119), '%D') then
     return nil, 'a status out of range'
   end
   if string.find(string.sub(value, 37, HEADER), '%D') then
     return nil, 'malformed numbers'
   end
-  local lease_until, gone_at = tonumber(string.sub(value, 53, 68)), tonumber(string.sub(value, 69, 84))
-  if tonumber(string.sub(value, 37, 52)) > MAX_TIME or lease_until > MAX_TIME or gone_at > MAX_TIME
-      or tonumber(string.sub(value, 85, 100)) > MAX_TIME then
+  local lease_until = tonumber(string.sub(value, 37, 52)) + tonumber(string.sub(value, 53, 68))
+  local gone_at
+  if state == 'c' then
+    gone_at = lease_until + tonumber(string.sub(value, 69, 84))
+  else
+    gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+  end
+  if gone_at > MAX_TIME then
     return nil, 'malformed instants'
   end
-  if tonumber(string.sub(value, 104, 113)) > MAX_FINGERPRINT_VERSION then
+  if tonumber(string.sub(value, 120, 129)) > MAX_FINGERPRINT_VERSION then
     return nil, 'a malformed fingerprint'
   end
-  local sizes = HEADER + tonumber(string.sub(value, 114, 123)) + tonumber(string.sub(value, 124, 133))
+  local sizes = HEADER + tonumber(string.sub(value, 130, 139)) + tonumber(string.sub(value, 140, 149))
   if state == 'c' then
-    if #value ~= sizes or string.sub(value, 85, 103) ~= NO_RESULT then
+    if #value ~= sizes or string.sub(value, 85, 119) ~= NO_RESULT then
       return nil, 'a malformed claim'
     end
   else
     if #value < sizes then
       return nil, 'a malformed response'
     end
-    if tonumber(string.sub(value, 101, 103)) < 100 then
+    if tonumber(string.sub(value, 117, 119)) < 100 then
       return nil, 'a status out of range'
     end
   end
   return {state = state, token = token, lease_until = lease_until, gone_at = gone_at, value = value}
 end
 
--- The record at `key`: a table, or nil and nothing for no key, or nil and why the value
--- at the key is not a record.
-local function load(key)
-  local value = redis.pcall('GET', key)
+-- The record in `value`, what `GET` (or `SET ... GET`) answered for `key` through
+-- `redis.pcall`: a table, or nil and nothing for no key, or nil and why the value at the
+-- key is not a record. An error but WRONGTYPE is raised as it is.
+local function record_of(key, value)
   if not value then
     return nil, nil
   end
   if type(value) == 'table' then
+    if not string.find(value['err'] or '', '^WRONGTYPE') then
+      error(value)
+    end
     -- Not a string (WRONGTYPE): a layout 1 hash, or something else.
     local kind = redis.call('TYPE', key)['ok']
     if kind ~= 'hash' then
@@ -183,118 +199,120 @@ end
 
 -- The record at `key` if `token` holds its claim and it is not gone at `now`, else nil.
 local function held(key, token, now)
-  local record = load(key)
+  local record = record_of(key, redis.pcall('GET', key))
   if record and record.state == 'c' and record.token == token and now <= record.gone_at then
     return record
   end
   return nil
 end
 
--- Claims `key` for args[1], writing a fresh claimed record. `replaced`: whoever waited
--- on the old value re-reads, and follows the new claim.
-local function take(key, now, args, outcome, replaced, note)
-  local lease_until = now + tonumber(args[4])
-  local gone_at = lease_until + tonumber(args[5])
-  local fingerprint = args[2]
-  redis.call('SET', key, LAYOUT .. 'c' .. args[1] .. pad16(now) .. pad16(lease_until)
-    .. pad16(gone_at) .. NO_RESULT .. pad10(tonumber(args[3])) .. pad10(#fingerprint)
-    .. NO_HEADERS .. fingerprint, 'PXAT', expiry(gone_at))
-  if replaced then
-    redis.call('PUBLISH', key, 'claimed')
-  end
-  return {outcome, int(now), note}
+-- The claimed record args describe (see `claim`), claimed at `now_text`.
+local function claimed_value(now_text, args)
+  return LAYOUT .. 'c' .. args[1] .. now_text .. args[2] .. args[3] .. NO_RESULT .. args[4]
 end
 
--- Claim. args: token (32 hex digits), fingerprint, fingerprint version, lease (µs),
--- reclaim grace (µs), the token of a record the client could not decode ('' if none)
--- and why it could not. Reply: {outcome, now, note[, record]}: 'new' or 'reclaimed'
--- (the key is now ours; the note says why a value at the key was not a record, '' when
--- it was or there was none), 'in_flight' or 'completed' with the record's value.
+-- Claims `key` for args[1] over what was there. Whoever waited on the old value
+-- re-reads, and follows the new claim.
+local function replace(key, now, now_text, args, outcome, note)
+  redis.call('SET', key, claimed_value(now_text, args), 'PX', args[5])
+  redis.call('PUBLISH', key, 'claimed')
+  return {outcome, now, note}
+end
+
+-- Claim. args: token (32 hex digits), lease (16 digits, µs), reclaim grace (16 digits,
+-- µs), the rest of the record (fingerprint version and length, 10 digits each, ten
+-- zeros, the fingerprint), the key's time to live (ms, just past lease + grace), the
+-- token of a record the client could not decode ('' if none) and why it could not.
+-- Reply: the server's time when the key was free and is now ours; else {outcome, now,
+-- note[, record]}: 'new' or 'reclaimed' (the key is now ours; the note says why a value
+-- at the key was not a record, '' when it was), 'in_flight' or 'completed' with the
+-- record's value.
 local function claim(keys, args)
   local key = keys[1]
-  local now = clock()
-  local record, corrupt = load(key)
-  if corrupt then
-    return take(key, now, args, 'new', true, corrupt)
+  local now, now_text = clock()
+  -- Written only if the key is free; otherwise what is there comes back.
+  local found = redis.pcall('SET', key, claimed_value(now_text, args), 'NX', 'PX', args[5], 'GET')
+  if not found then
+    return now
   end
-  if not record then
-    return take(key, now, args, 'new', false, '')
+  local record, corrupt = record_of(key, found)
+  if corrupt then
+    return replace(key, now, now_text, args, 'new', corrupt)
   end
   if now > record.gone_at then
-    return take(key, now, args, 'new', true, '')
+    return replace(key, now, now_text, args, 'new', '')
   end
   if args[6] ~= '' and args[6] == record.token then
-    return take(key, now, args, 'new', true, args[7])
+    return replace(key, now, now_text, args, 'new', args[7])
   end
   if record.state == 'd' then
-    return {'completed', int(now), '', record.value}
+    return {'completed', now, '', record.value}
   end
   if now <= record.lease_until then
-    return {'in_flight', int(now), '', record.value}
+    return {'in_flight', now, '', record.value}
   end
-  return take(key, now, args, 'reclaimed', true, '')
+  return replace(key, now, now_text, args, 'reclaimed', '')
 end
 
--- Complete. args: token, time to live from now (µs), status (100-999), headers, body.
--- Reply: {1 if stored else 0, now}.
+-- Complete. args: token, time to live (16 digits, µs), status (3 digits, 100-999),
+-- headers length (10 digits), headers, body, the key's time to live (ms, rounded up).
 local function complete(keys, args)
   local key = keys[1]
-  local now = clock()
+  local now, now_text = clock()
   local record = held(key, args[1], now)
   if not record then
-    return {0, int(now)}
+    return -now
   end
   local value = record.value
-  local gone_at = now + tonumber(args[2])
-  local headers = args[4]
-  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 68) .. pad16(gone_at) .. pad16(now)
-    .. string.format('%03d', tonumber(args[3])) .. string.sub(value, 104, 123) .. pad10(#headers)
-    .. string.sub(value, HEADER + 1) .. headers .. args[5], 'PXAT', expiry(gone_at))
+  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 84) .. now_text .. args[2]
+    .. args[3] .. string.sub(value, 120, 139) .. args[4] .. string.sub(value, HEADER + 1)
+    .. args[5] .. args[6], 'PX', args[7])
   redis.call('PUBLISH', key, 'completed')
-  return {1, int(now)}
+  return now
 end
 
--- Release. args: token. Reply: {1 if released else 0, now}.
+-- Release. args: token.
 local function release(keys, args)
   local key = keys[1]
   local now = clock()
   if not held(key, args[1], now) then
-    return {0, int(now)}
+    return -now
   end
   redis.call('DEL', key)
   redis.call('PUBLISH', key, 'released')
-  return {1, int(now)}
+  return now
 end
 
--- Renew. args: token, lease (µs), reclaim grace (µs). Reply: {1 if renewed else 0, now}.
+-- Renew. args: token, lease (µs), reclaim grace (16 digits, µs), the key's time to live
+-- (ms, just past lease + grace). The lease is stored from the claim's time, which stays.
 local function renew(keys, args)
   local key = keys[1]
   local now = clock()
   local record = held(key, args[1], now)
   if not record then
-    return {0, int(now)}
+    return -now
   end
   local value = record.value
-  local lease_until = now + tonumber(args[2])
-  local gone_at = lease_until + tonumber(args[3])
-  redis.call('SET', key, string.sub(value, 1, 52) .. pad16(lease_until) .. pad16(gone_at)
-    .. string.sub(value, 85), 'PXAT', expiry(gone_at))
-  return {1, int(now)}
+  local lease = now + tonumber(args[2]) - tonumber(string.sub(value, 37, 52))
+  redis.call('SET', key, string.sub(value, 1, 52) .. digits16(lease) .. args[3]
+    .. string.sub(value, 85), 'PX', args[4])
+  return now
 end
 
 -- Read. Reply: {state, now, note[, record]}: 'absent' (no record, one that is gone, or a
 -- value that is not a record: the note says why), 'claimed' or 'completed' with the
 -- record's value. Writes nothing.
 local function read(keys)
+  local key = keys[1]
   local now = clock()
-  local record, corrupt = load(keys[1])
+  local record, corrupt = record_of(key, redis.pcall('GET', key))
   if corrupt then
-    return {'absent', int(now), corrupt}
+    return {'absent', now, corrupt}
   end
   if not record or now > record.gone_at then
-    return {'absent', int(now), ''}
+    return {'absent', now, ''}
   end
-  return {record.state == 'd' and 'completed' or 'claimed', int(now), '', record.value}
+  return {record.state == 'd' and 'completed' or 'claimed', now, '', record.value}
 end
 
 redis.register_function('idemkit_claim', claim)

@@ -50,19 +50,41 @@ fn reply(value: Value) -> Vec<String> {
 }
 
 /// `FCALL function 1 key args...`; a library another test flushed is loaded again first.
+/// An integer reply is spelled out as the array it stands for: a claim's ["new", now,
+/// ""], a write's [done, now].
 fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec<String> {
     let mut call = redis::cmd("FCALL");
     call.arg(function).arg(1).arg(key);
     for arg in args {
         call.arg(*arg);
     }
-    match call.query::<Value>(con) {
+    let value = match call.query::<Value>(con) {
         Err(error) if function_missing(&error) => {
             load_library(con);
-            reply(call.query(con).unwrap())
+            call.query(con).unwrap()
         }
-        result => reply(result.unwrap()),
+        result => result.unwrap(),
+    };
+    match value {
+        Value::Int(now) if function == super::CLAIM => {
+            vec!["new".to_owned(), now.to_string(), String::new()]
+        }
+        Value::Int(now) => vec![
+            if now > 0 { "1" } else { "0" }.to_owned(),
+            now.unsigned_abs().to_string(),
+        ],
+        other => reply(other),
     }
+}
+
+/// A duration in microseconds as a record stores it.
+fn digits16(micros: &str) -> String {
+    format!("{:016}", micros.parse::<u64>().unwrap())
+}
+
+/// The key's time to live for a record gone in `micros` from now, as the backend sends it.
+fn key_ttl(micros: u64) -> String {
+    (micros.div_ceil(1000) + 1).to_string()
 }
 
 fn claim(
@@ -83,12 +105,15 @@ fn claim_replacing(
     grace_us: &str,
     replacing: &str,
 ) -> Vec<String> {
+    let (lease, grace) = (digits16(lease_us), digits16(grace_us));
+    let rest = format!("{:010}{:010}{:010}fp", 7, 2, 0);
+    let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
     let args: [&[u8]; 7] = [
         token.as_bytes(),
-        b"fp",
-        b"7",
-        lease_us.as_bytes(),
-        grace_us.as_bytes(),
+        lease.as_bytes(),
+        grace.as_bytes(),
+        rest.as_bytes(),
+        ttl.as_bytes(),
         replacing.as_bytes(),
         b"the client could not decode it",
     ];
@@ -103,7 +128,17 @@ fn complete(
     body: &[u8],
 ) -> Vec<String> {
     let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
-    let args: [&[u8]; 5] = [token.as_bytes(), ttl_us.as_bytes(), b"201", &headers[..], body];
+    let headers_len = format!("{:010}", headers.len());
+    let (ttl, key_ttl) = (digits16(ttl_us), key_ttl(ttl_us.parse().unwrap()));
+    let args: [&[u8]; 7] = [
+        token.as_bytes(),
+        ttl.as_bytes(),
+        b"201",
+        headers_len.as_bytes(),
+        &headers[..],
+        body,
+        key_ttl.as_bytes(),
+    ];
     fcall(con, super::COMPLETE, key, &args)
 }
 
@@ -112,7 +147,14 @@ fn release(con: &mut Connection, key: &str, token: &str) -> Vec<String> {
 }
 
 fn renew(con: &mut Connection, key: &str, token: &str, lease_us: &str) -> Vec<String> {
-    let args: [&[u8]; 3] = [token.as_bytes(), lease_us.as_bytes(), GRACE_US.as_bytes()];
+    let grace = digits16(GRACE_US);
+    let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + GRACE_US.parse::<u64>().unwrap());
+    let args: [&[u8]; 4] = [
+        token.as_bytes(),
+        lease_us.as_bytes(),
+        grace.as_bytes(),
+        ttl.as_bytes(),
+    ];
     fcall(con, super::RENEW, key, &args)
 }
 
@@ -199,6 +241,17 @@ fn plant_layout_1(con: &mut Connection, key: &str, token: &str, body: Option<&st
 fn a_claim_writes_a_fenced_lease_that_expires_after_its_grace() {
     let Some(mut con) = connect() else { return };
     let key = "scripts:{claim-new}";
+    // A free key's claim answers with the server's time alone, an integer.
+    let free: Value = redis::cmd("FCALL")
+        .arg(super::CLAIM)
+        .arg(1)
+        .arg("scripts:{claim-free}")
+        .arg(&[TOKEN, &digits16(LEASE_US), &digits16(GRACE_US)])
+        .arg(format!("{:010}{:010}{:010}fp", 7, 2, 0))
+        .arg(&["90001", "", ""])
+        .query(&mut con)
+        .unwrap();
+    assert!(matches!(free, Value::Int(now) if now > 0), "{free:?}");
     let first = claim(&mut con, key, TOKEN, LEASE_US, GRACE_US);
     assert_eq!(first[0], "new");
     assert_eq!(first[2], "", "nothing was replaced");
@@ -393,12 +446,12 @@ fn values_that_are_not_records_are_absent_and_overwritten_by_a_claim() {
         }),
         ("a claim with a result", |con, key| damaged(con, key, 100, "200")),
         ("a fingerprint longer than the value", |con, key| {
-            damaged(con, key, 113, "0000000009")
+            damaged(con, key, 129, "0000000009")
         }),
         ("a completed record shorter than its fields", |con, key| {
             damaged(con, key, 3, "d");
-            let _: i64 = con.setrange(key, 100, "200").unwrap();
-            let _: i64 = con.setrange(key, 123, "0000000099").unwrap();
+            let _: i64 = con.setrange(key, 116, "200").unwrap();
+            let _: i64 = con.setrange(key, 139, "0000000099").unwrap();
         }),
         ("a plain string", |con, key| {
             let () = con.set(key, "garbage").unwrap();
