@@ -507,8 +507,65 @@ fn main() {
     if std::env::args().any(|arg| arg == "--bench") {
         summarize(python);
         paired_rounds(&bench);
+        where_the_time_goes(&bench);
     } else {
         println!("\nredis_pairs: a smoke run ({SMOKE_BATCH} pairs per series); no figures");
+    }
+}
+
+/// For one batch of each series, the server's own account of its time (`INFO
+/// commandstats`, reset before the batch): per command, its calls per pair and its
+/// microseconds per call. A function's figure includes the commands it runs, which are
+/// also listed on their own; what the figures do not cover is reading requests and
+/// writing replies (the rest of the series' server CPU time per pair).
+fn where_the_time_goes(bench: &Bench<'_>) {
+    println!("\nredis_pairs, where the server's time goes (INFO commandstats over one batch)");
+    for series in SERIES {
+        bench
+            .server
+            .cli(&["CONFIG", "RESETSTAT"])
+            .expect("CONFIG RESETSTAT");
+        let Some(batch) = bench.run(series) else {
+            continue;
+        };
+        let stats = bench
+            .server
+            .cli(&["INFO", "commandstats"])
+            .expect("INFO commandstats");
+        let mut commands = Vec::new();
+        for line in stats.lines() {
+            let Some((name, fields)) = line.trim().split_once(':') else {
+                continue;
+            };
+            let Some(name) = name.strip_prefix("cmdstat_") else {
+                continue;
+            };
+            if matches!(
+                name,
+                "info" | "config|resetstat" | "ping" | "hello" | "client|setinfo"
+            ) {
+                continue;
+            }
+            let field = |wanted: &str| -> f64 {
+                fields
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(wanted))
+                    .and_then(|value| value.parse().ok())
+                    .unwrap_or(0.0)
+            };
+            let calls = field("calls=");
+            let usec = field("usec=");
+            commands.push(format!(
+                "{name} {:.2}/pair {:.2}us",
+                calls / batch.pairs as f64,
+                usec / calls.max(1.0)
+            ));
+        }
+        println!(
+            "  {series}: server {:.2} us/pair; {}",
+            batch.server_us(),
+            commands.join(", ")
+        );
     }
 }
 

@@ -273,7 +273,7 @@ impl Inner {
                 .arg(&rest)
                 .arg(&expires);
             match &replacing {
-                Some(undecodable) => call.arg(&undecodable.token).arg(&undecodable.reason),
+                Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
                 None => call.arg("").arg(""),
             };
             let (value, trip) = self.call("claim", &call).await?;

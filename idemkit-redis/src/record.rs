@@ -30,7 +30,7 @@ pub(crate) fn to_record(
     };
     let Ok(headers) = headers::decode(&result.headers) else {
         return Err(Undecodable {
-            token: stored.token.to_string(),
+            token: stored.token.to_string().into(),
             reason: "a stored response whose headers do not decode".to_owned(),
         });
     };

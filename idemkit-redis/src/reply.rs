@@ -40,8 +40,9 @@ pub(crate) struct StoredResult {
 /// server itself refuses. Its token names it, so a claim can replace exactly it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Undecodable {
-    /// The claim token as stored (32 hex digits).
-    pub(crate) token: String,
+    /// The claim token's bytes as stored (32 hex digits in a sound record; whatever they
+    /// are in a damaged one, which a claim names byte for byte to replace it).
+    pub(crate) token: Bytes,
     /// What is wrong with it.
     pub(crate) reason: String,
 }
@@ -151,23 +152,20 @@ pub(crate) mod layout {
     pub(crate) const HEADER: usize = 149;
 }
 
-/// Decimal digits as a number (the server checked they are digits; anything else here is
-/// a bad reply).
-fn digits(value: &[u8], at: std::ops::Range<usize>) -> Result<u64, BadReply> {
+/// Decimal digits as a number, or `None` for anything else.
+fn digits(value: &[u8], at: std::ops::Range<usize>) -> Option<u64> {
     let field = &value[at];
     if !field.iter().all(u8::is_ascii_digit) {
-        return Err(bad("a record field that is not digits"));
+        return None;
     }
-    std::str::from_utf8(field)
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .ok_or_else(|| bad("a record field out of range"))
+    std::str::from_utf8(field).ok()?.parse().ok()
 }
 
 /// A record value as the functions return it, `completed` or claimed as the reply said.
-/// What the server checks (the layout, the state, the token, the numbers, the lengths)
-/// failing here is a bad reply; what only the client can check (the fingerprint's UTF-8)
-/// makes it [`Undecodable`]. The body and headers are slices of the reply, not copies.
+/// What the server checked (the layout, the state, the lengths) failing here is a bad
+/// reply; any other field that does not decode (the server trusts the layout and leaves
+/// those to the client) makes the record [`Undecodable`]: corrupt, reported, replaced by
+/// the next claim. The body and headers are slices of the reply, not copies.
 pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply> {
     use layout::*;
     if value.len() < HEADER || !value.starts_with(PREFIX) {
@@ -177,55 +175,70 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
     if value[STATE] != state {
         return Err(bad("a record value whose state is not the reply's"));
     }
-    let token_text = std::str::from_utf8(&value[TOKEN])
-        .map_err(|_| bad("a malformed claim token"))?
-        .to_owned();
-    let token: ClaimToken = token_text
-        .parse()
-        .map_err(|_| bad("a malformed claim token"))?;
-    let fingerprint_version = u32::try_from(digits(&value, FINGERPRINT_VERSION)?)
-        .map_err(|_| bad("a fingerprint version beyond u32"))?;
-    let fingerprint_len = digits(&value, FINGERPRINT_LEN)? as usize;
-    let headers_len = digits(&value, HEADERS_LEN)? as usize;
-    let fingerprint_end = HEADER
-        .checked_add(fingerprint_len)
-        .filter(|end| *end <= value.len())
-        .ok_or_else(|| bad("a fingerprint beyond the value"))?;
-    let headers_end = fingerprint_end
-        .checked_add(headers_len)
-        .filter(|end| *end <= value.len())
-        .ok_or_else(|| bad("headers beyond the value"))?;
-    let claimed_at = digits(&value, CLAIMED_AT)?;
-    let lease_until = claimed_at
-        .checked_add(digits(&value, LEASE)?)
-        .ok_or_else(|| bad("a lease beyond u64"))?;
+    let token = value.slice(TOKEN);
+    let corrupt = |reason: &str| {
+        Ok(Err(Undecodable {
+            token: token.clone(),
+            reason: reason.to_owned(),
+        }))
+    };
+    let Some(claim_token) = std::str::from_utf8(&token)
+        .ok()
+        .filter(|text| text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f')))
+        .and_then(|text| text.parse::<ClaimToken>().ok())
+    else {
+        return corrupt("a malformed claim token");
+    };
+    let numbers = (
+        digits(&value, CLAIMED_AT),
+        digits(&value, LEASE),
+        digits(&value, FINGERPRINT_VERSION).and_then(|version| u32::try_from(version).ok()),
+        digits(&value, FINGERPRINT_LEN),
+        digits(&value, HEADERS_LEN),
+    );
+    let (Some(claimed_at), Some(lease), Some(fingerprint_version), Some(fingerprint_len), Some(headers_len)) =
+        numbers
+    else {
+        return corrupt("malformed numbers");
+    };
+    let Some(lease_until) = claimed_at.checked_add(lease) else {
+        return corrupt("malformed instants");
+    };
+    let fingerprint_end = HEADER + fingerprint_len as usize;
+    let headers_end = fingerprint_end + headers_len as usize;
+    if headers_end > value.len() {
+        return Err(bad("fields beyond the value"));
+    }
     let (gone_at, result) = if completed {
-        let status = u16::try_from(digits(&value, STATUS)?).map_err(|_| bad("a status"))?;
-        let completed_at = digits(&value, COMPLETED_AT)?;
-        let gone_at = completed_at
-            .checked_add(digits(&value, TIME_TO_LIVE)?)
-            .ok_or_else(|| bad("a time to live beyond u64"))?;
+        let status = digits(&value, STATUS)
+            .and_then(|status| u16::try_from(status).ok())
+            .filter(|status| (100..=999).contains(status));
+        let Some(status) = status else {
+            return corrupt("a status out of range");
+        };
+        let (Some(completed_at), Some(ttl)) =
+            (digits(&value, COMPLETED_AT), digits(&value, TIME_TO_LIVE))
+        else {
+            return corrupt("malformed instants");
+        };
         let result = StoredResult {
             completed_at,
             status,
             headers: value.slice(fingerprint_end..headers_end),
             body: value.slice(headers_end..),
         };
-        (gone_at, Some(result))
+        (completed_at.checked_add(ttl), Some(result))
     } else {
-        let gone_at = lease_until
-            .checked_add(digits(&value, GRACE)?)
-            .ok_or_else(|| bad("a grace beyond u64"))?;
-        (gone_at, None)
+        (digits(&value, GRACE).and_then(|grace| lease_until.checked_add(grace)), None)
+    };
+    let Some(gone_at) = gone_at else {
+        return corrupt("malformed instants");
     };
     let Ok(fingerprint) = std::str::from_utf8(&value[HEADER..fingerprint_end]) else {
-        return Ok(Err(Undecodable {
-            token: token_text,
-            reason: "a fingerprint that is not UTF-8".to_owned(),
-        }));
+        return corrupt("a fingerprint that is not UTF-8");
     };
     Ok(Ok(Stored {
-        token,
+        token: claim_token,
         fingerprint: fingerprint.to_owned(),
         fingerprint_version,
         claimed_at,
@@ -419,10 +432,32 @@ pub(crate) mod tests {
         assert_eq!(
             decoded,
             Err(Undecodable {
-                token: TOKEN.to_owned(),
+                token: Bytes::from_static(TOKEN.as_bytes()),
                 reason: "a fingerprint that is not UTF-8".to_owned()
             })
         );
+    }
+
+    #[test]
+    fn fields_the_server_leaves_to_the_client_make_a_record_undecodable() {
+        let claimed = value(TOKEN, "fp", (90, 130, 190), None);
+        let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "", "b")));
+        for (what, damaged, is_completed, reason) in [
+            ("token", claimed.replacen(TOKEN, &"Z".repeat(32), 1), false, "token"),
+            ("upper-case token", claimed.replacen(TOKEN, &TOKEN.to_uppercase(), 1), false, "token"),
+            ("lease", claimed.replacen("0000000000000040", " 000000000000040", 1), false, "numbers"),
+            ("fingerprint version", claimed.replacen("00000000030000000002", "0000000x030000000002", 1), false, "numbers"),
+            ("status", completed.replacen("201", "099", 1), true, "status"),
+            ("status digits", completed.replacen("201", "2x1", 1), true, "status"),
+        ] {
+            assert_ne!(damaged, claimed, "{what}");
+            let decoded = decode(Bytes::from(damaged.clone()), is_completed).unwrap();
+            let Err(undecodable) = decoded else {
+                panic!("{what}: decoded {decoded:?}")
+            };
+            assert!(undecodable.reason.contains(reason), "{what}: {undecodable:?}");
+            assert_eq!(undecodable.token, damaged.as_bytes()[4..36], "{what}");
+        }
     }
 
     #[test]
@@ -431,9 +466,8 @@ pub(crate) mod tests {
         let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "", "b")));
         let short = &claimed[..claimed.len() - 1];
         let other_layout = claimed.replacen("ik2", "ik3", 1);
-        let bad_token = claimed.replacen(TOKEN, &"z".repeat(32), 1);
-        let bad_digits = claimed.replacen("0000000000000090", "00000000000000x0", 1);
-        assert_ne!(bad_digits, claimed);
+        let too_long = claimed.replacen("00000000020000000000fp", "00000000090000000000fp", 1);
+        assert_ne!(too_long, claimed);
         for value in [
             Value::Nil,
             Value::Int(-1),
@@ -447,8 +481,7 @@ pub(crate) mod tests {
             array(&["completed", "100", "", &claimed]),
             array(&["in_flight", "100", "", short]),
             array(&["in_flight", "100", "", &other_layout]),
-            array(&["in_flight", "100", "", &bad_token]),
-            array(&["in_flight", "100", "", &bad_digits]),
+            array(&["in_flight", "100", "", &too_long]),
             array(&["in_flight", "100", "", &claimed, "extra"]),
         ] {
             assert!(claim(value.clone()).is_err(), "{value:?}");

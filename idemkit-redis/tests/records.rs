@@ -739,3 +739,41 @@ async fn records_of_the_previous_layout_are_read_completed_and_replayed() {
     assert!(Backend::get(&backend, "completed").await.unwrap().is_some());
     assert!(seen.lock().unwrap().is_empty(), "nothing was corrupt");
 }
+
+/// Fields the server leaves to the client (it trusts the layout and checks only what it
+/// decides on): a record whose token, numbers or fingerprint do not decode is absent to a
+/// read and replaced by the next claim, reported both times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_only_the_client_finds_corrupt_are_absent_and_replaced() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    for (what, at, with) in [
+        ("a token that is not hex", 4, &b"XYZ"[..]),
+        ("a fingerprint version that is not digits", 120, &b"x"[..]),
+        ("a fingerprint that is not UTF-8", HEADER, &b"\xff"[..]),
+    ] {
+        let (backend, seen) = reporting(server, "client-corrupt").await;
+        let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+            panic!("{what}: not new");
+        };
+        let _: i64 = connection(server)
+            .setrange(backend.storage_key("k"), at as isize, with)
+            .unwrap();
+        assert!(
+            Backend::get(&backend, "k").await.unwrap().is_none(),
+            "{what}: absent to a read"
+        );
+        let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+            panic!("{what}: the claim did not replace it");
+        };
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
+        assert!(!seen[0].overwritten && seen[1].overwritten, "{what}");
+        assert_eq!(seen[0].reason, seen[1].reason, "{what}");
+        assert!(
+            Backend::get(&backend, "k").await.unwrap().is_some(),
+            "{what}"
+        );
+    }
+}
