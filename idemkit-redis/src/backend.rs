@@ -258,20 +258,22 @@ impl Inner {
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
-        // What the claim writes, formatted here: the server adds only its time.
-        let lease = digits16(micros(lease_ttl));
-        let grace = digits16(micros(self.reclaim_grace));
-        let mut rest = format!("{fingerprint_version:010}{:010}{:010}", fingerprint.len(), 0);
+        // What the claim writes after its time, formatted here (see the layout at the top
+        // of `scripts/library.lua`): the server adds only the time.
+        let mut rest = format!(
+            "{:016}{:016}{:035}{fingerprint_version:010}{:010}{:010}",
+            micros(lease_ttl),
+            micros(self.reclaim_grace),
+            0,
+            fingerprint.len(),
+            0
+        );
         rest.push_str(fingerprint);
         let expires = key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace));
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
-            call.arg(&token_text)
-                .arg(&lease)
-                .arg(&grace)
-                .arg(&rest)
-                .arg(&expires);
+            call.arg(&token_text).arg(&rest).arg(&expires);
             match &replacing {
                 Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
                 None => call.arg("").arg(""),
@@ -338,13 +340,18 @@ impl Inner {
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_ref())),
         );
+        let headers_len = format!("{:010}", headers.len());
+        let mut headers_and_body = headers;
+        headers_and_body.extend_from_slice(&response.body);
         let mut call = fcall(scripts::COMPLETE, &storage_key);
         call.arg(token.to_string())
-            .arg(digits16(micros(expires_after)))
-            .arg(response.status)
-            .arg(format!("{:010}", headers.len()))
-            .arg(headers)
-            .arg(response.body.as_ref())
+            .arg(format!(
+                "{}{}",
+                digits16(micros(expires_after)),
+                response.status
+            ))
+            .arg(headers_len)
+            .arg(headers_and_body)
             .arg(key_ttl_ms(micros(expires_after)));
         // Remembered before it is sent: the server wakes this key's waiters before this
         // reply arrives, and a waiter that decoded the result first would otherwise hold

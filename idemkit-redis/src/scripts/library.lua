@@ -123,12 +123,13 @@ local function from_layout_1(key)
     .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
 end
 
--- The record in `value` (layout 2): a table, or nil and why it is not one. The layout
--- says what the value is, so only what the functions decide on is checked here, by the
--- cheapest means (no pattern scans, which cost more than the rest of a call): the state,
--- the instants and the lengths. The client checks every other field when it decodes a
--- record (the token's digits, the fingerprint, the status, the headers) and reports one
--- that fails as corrupt, which its next claim replaces.
+-- The record in `value` (layout 2): its state, token, lease until and gone after, or
+-- nil and why it is not one. The layout says what the value is, so only what the
+-- functions decide on is checked here, by the cheapest means (no pattern scans, which
+-- cost more than the rest of a call; no table): the state, the instants and the lengths.
+-- The client checks every other field when it decodes a record (the token's digits, the
+-- fingerprint, the status, the headers) and reports one that fails as corrupt, which its
+-- next claim replaces.
 local function parse(value)
   if #value < HEADER or string.sub(value, 1, 3) ~= LAYOUT then
     return nil, 'a string value that is not a record of a known layout'
@@ -137,8 +138,7 @@ local function parse(value)
   local claimed_at = tonumber(string.sub(value, 37, 52))
   local lease = tonumber(string.sub(value, 53, 68))
   local fingerprint_len = tonumber(string.sub(value, 130, 139))
-  local headers_len = tonumber(string.sub(value, 140, 149))
-  if not claimed_at or not lease or not fingerprint_len or not headers_len then
+  if not claimed_at or not lease or not fingerprint_len then
     return nil, 'malformed numbers'
   end
   local gone_at
@@ -151,7 +151,9 @@ local function parse(value)
   elseif state == 'd' then
     local completed_at = tonumber(string.sub(value, 85, 100))
     local ttl = tonumber(string.sub(value, 101, 116))
-    if not completed_at or not ttl or #value < HEADER + fingerprint_len + headers_len then
+    local headers_len = tonumber(string.sub(value, 140, 149))
+    if not completed_at or not ttl or not headers_len
+        or #value < HEADER + fingerprint_len + headers_len then
       return nil, 'a malformed response'
     end
     gone_at = completed_at + ttl
@@ -161,66 +163,61 @@ local function parse(value)
   if gone_at > MAX_TIME then
     return nil, 'malformed instants'
   end
-  return {
-    state = state,
-    token = string.sub(value, 5, 36),
-    lease_until = claimed_at + lease,
-    gone_at = gone_at,
-    value = value,
-  }
+  return state, string.sub(value, 5, 36), claimed_at + lease, gone_at
 end
 
--- The record in `value`, what `GET` (or `SET ... GET`) answered for `key` through
--- `redis.pcall`: a table, or nil and nothing for no key, or nil and why the value at the
--- key is not a record. An error but WRONGTYPE is raised as it is.
-local function record_of(key, value)
-  if not value then
-    return nil, nil
+-- The record in `found`, what `GET` (or `SET ... GET`) answered for `key` through
+-- `redis.pcall`: its value (in layout 2), state, token, lease until and gone after; or
+-- nil for no key; or false and why the value at the key is not a record. An error but
+-- WRONGTYPE is raised as it is.
+local function record_of(key, found)
+  if not found then
+    return nil
   end
-  if type(value) == 'table' then
-    if not string.find(value['err'] or '', '^WRONGTYPE') then
-      error(value)
+  if type(found) == 'table' then
+    if not string.find(found['err'] or '', '^WRONGTYPE') then
+      error(found)
     end
-    -- Not a string (WRONGTYPE): a layout 1 hash, or something else.
+    -- Not a string: a layout 1 hash, or something else.
     local kind = redis.call('TYPE', key)['ok']
     if kind ~= 'hash' then
-      return nil, 'a ' .. kind .. ' value, not a record'
+      return false, 'a ' .. kind .. ' value, not a record'
     end
     local converted, why = from_layout_1(key)
     if not converted then
-      return nil, why
+      return false, why
     end
-    value = converted
+    found = converted
   end
-  return parse(value)
+  local state, token, lease_until, gone_at = parse(found)
+  if not state then
+    return false, token
+  end
+  return found, state, token, lease_until, gone_at
 end
 
--- The record at `key` if `token` holds its claim and it is not gone at `now`, else nil.
+-- The value at `key` if `token` holds its claim and it is not gone at `now`, else nil.
 local function held(key, token, now)
-  local record = record_of(key, redis.pcall('GET', key))
-  if record and record.state == 'c' and record.token == token and now <= record.gone_at then
-    return record
+  local value, state, holder, _, gone_at = record_of(key, redis.pcall('GET', key))
+  if value and state == 'c' and holder == token and now <= gone_at then
+    return value
   end
   return nil
 end
 
--- The claimed record args describe (see `claim`), claimed at `now_text`.
-local function claimed_value(now_text, args)
-  return LAYOUT .. 'c' .. args[1] .. now_text .. args[2] .. args[3] .. NO_RESULT .. args[4]
-end
-
--- Claims `key` for args[1] over what was there. Whoever waited on the old value
--- re-reads, and follows the new claim.
+-- Claims `key` over what was there. Whoever waited on the old value re-reads, and
+-- follows the new claim.
 local function replace(key, now, now_text, args, outcome, note)
-  redis.call('SET', key, claimed_value(now_text, args), 'PX', args[5])
+  redis.call('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2], 'PX', args[3])
   redis.call('PUBLISH', key, 'claimed')
   return {outcome, now, note}
 end
 
--- Claim. args: token (32 hex digits), lease (16 digits, µs), reclaim grace (16 digits,
--- µs), the rest of the record (fingerprint version and length, 10 digits each, ten
--- zeros, the fingerprint), the key's time to live (ms, just past lease + grace), the
--- token of a record the client could not decode ('' if none) and why it could not.
+-- Claim. args: token (32 hex digits); the rest of the record after its time (lease and
+-- reclaim grace, 16 digits each, in µs, 35 zeros for the result to come, fingerprint
+-- version and length, 10 digits each, ten zeros, the fingerprint); the key's time to
+-- live (ms, just past lease + grace); the token of a record the client could not decode
+-- ('' if none) and why it could not.
 -- Reply: the server's time when the key was free and is now ours; else {outcome, now,
 -- note[, record]}: 'new' or 'reclaimed' (the key is now ours; the note says why a value
 -- at the key was not a record, '' when it was), 'in_flight' or 'completed' with the
@@ -229,42 +226,43 @@ local function claim(keys, args)
   local key = keys[1]
   local now, now_text = clock()
   -- Written only if the key is free; otherwise what is there comes back.
-  local found = redis.pcall('SET', key, claimed_value(now_text, args), 'NX', 'PX', args[5], 'GET')
+  local found = redis.pcall('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2],
+    'NX', 'PX', args[3], 'GET')
   if not found then
     return now
   end
-  local record, corrupt = record_of(key, found)
-  if corrupt then
-    return replace(key, now, now_text, args, 'new', corrupt)
+  local value, state, token, lease_until, gone_at = record_of(key, found)
+  if not value then
+    return replace(key, now, now_text, args, 'new', state)
   end
-  if now > record.gone_at then
+  if now > gone_at then
     return replace(key, now, now_text, args, 'new', '')
   end
-  if args[6] ~= '' and args[6] == record.token then
-    return replace(key, now, now_text, args, 'new', args[7])
+  if args[4] ~= '' and args[4] == token then
+    return replace(key, now, now_text, args, 'new', args[5])
   end
-  if record.state == 'd' then
-    return {'completed', now, '', record.value}
+  if state == 'd' then
+    return {'completed', now, '', value}
   end
-  if now <= record.lease_until then
-    return {'in_flight', now, '', record.value}
+  if now <= lease_until then
+    return {'in_flight', now, '', value}
   end
   return replace(key, now, now_text, args, 'reclaimed', '')
 end
 
--- Complete. args: token, time to live (16 digits, µs), status (3 digits, 100-999),
--- headers length (10 digits), headers, body, the key's time to live (ms, rounded up).
+-- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
+-- headers length (10 digits); headers and body, one after the other; the key's time to
+-- live (ms, rounded up).
 local function complete(keys, args)
   local key = keys[1]
   local now, now_text = clock()
-  local record = held(key, args[1], now)
-  if not record then
+  local value = held(key, args[1], now)
+  if not value then
     return -now
   end
-  local value = record.value
   redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 84) .. now_text .. args[2]
-    .. args[3] .. string.sub(value, 120, 139) .. args[4] .. string.sub(value, HEADER + 1)
-    .. args[5] .. args[6], 'PX', args[7])
+    .. string.sub(value, 120, 139) .. args[3] .. string.sub(value, HEADER + 1) .. args[4],
+    'PX', args[5])
   redis.call('PUBLISH', key, 'completed')
   return now
 end
@@ -286,11 +284,10 @@ end
 local function renew(keys, args)
   local key = keys[1]
   local now = clock()
-  local record = held(key, args[1], now)
-  if not record then
+  local value = held(key, args[1], now)
+  if not value then
     return -now
   end
-  local value = record.value
   local lease = now + tonumber(args[2]) - tonumber(string.sub(value, 37, 52))
   redis.call('SET', key, string.sub(value, 1, 52) .. digits16(lease) .. args[3]
     .. string.sub(value, 85), 'PX', args[4])
@@ -303,14 +300,14 @@ end
 local function read(keys)
   local key = keys[1]
   local now = clock()
-  local record, corrupt = record_of(key, redis.pcall('GET', key))
-  if corrupt then
-    return {'absent', now, corrupt}
+  local value, state, _, _, gone_at = record_of(key, redis.pcall('GET', key))
+  if value == false then
+    return {'absent', now, state}
   end
-  if not record or now > record.gone_at then
+  if not value or now > gone_at then
     return {'absent', now, ''}
   end
-  return {record.state == 'd' and 'completed' or 'claimed', now, '', record.value}
+  return {state == 'd' and 'completed' or 'claimed', now, '', value}
 end
 
 redis.register_function('idemkit_claim', claim)

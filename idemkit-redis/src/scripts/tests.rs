@@ -77,6 +77,20 @@ fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec
     }
 }
 
+/// What a claim writes after its time, as the backend sends it: lease, grace, no result,
+/// fingerprint version 7 and length, no headers, the fingerprint `fp`.
+fn claim_rest(lease_us: &str, grace_us: &str) -> String {
+    format!(
+        "{}{}{:035}{:010}{:010}{:010}fp",
+        digits16(lease_us),
+        digits16(grace_us),
+        0,
+        7,
+        2,
+        0
+    )
+}
+
 /// A duration in microseconds as a record stores it.
 fn digits16(micros: &str) -> String {
     format!("{:016}", micros.parse::<u64>().unwrap())
@@ -105,13 +119,10 @@ fn claim_replacing(
     grace_us: &str,
     replacing: &str,
 ) -> Vec<String> {
-    let (lease, grace) = (digits16(lease_us), digits16(grace_us));
-    let rest = format!("{:010}{:010}{:010}fp", 7, 2, 0);
+    let rest = claim_rest(lease_us, grace_us);
     let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
-    let args: [&[u8]; 7] = [
+    let args: [&[u8]; 5] = [
         token.as_bytes(),
-        lease.as_bytes(),
-        grace.as_bytes(),
         rest.as_bytes(),
         ttl.as_bytes(),
         replacing.as_bytes(),
@@ -129,14 +140,15 @@ fn complete(
 ) -> Vec<String> {
     let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
     let headers_len = format!("{:010}", headers.len());
-    let (ttl, key_ttl) = (digits16(ttl_us), key_ttl(ttl_us.parse().unwrap()));
-    let args: [&[u8]; 7] = [
+    let ttl_and_status = format!("{}201", digits16(ttl_us));
+    let key_ttl = key_ttl(ttl_us.parse().unwrap());
+    let mut headers_and_body = headers;
+    headers_and_body.extend_from_slice(body);
+    let args: [&[u8]; 5] = [
         token.as_bytes(),
-        ttl.as_bytes(),
-        b"201",
+        ttl_and_status.as_bytes(),
         headers_len.as_bytes(),
-        &headers[..],
-        body,
+        &headers_and_body,
         key_ttl.as_bytes(),
     ];
     fcall(con, super::COMPLETE, key, &args)
@@ -246,8 +258,8 @@ fn a_claim_writes_a_fenced_lease_that_expires_after_its_grace() {
         .arg(super::CLAIM)
         .arg(1)
         .arg("scripts:{claim-free}")
-        .arg(&[TOKEN, &digits16(LEASE_US), &digits16(GRACE_US)])
-        .arg(format!("{:010}{:010}{:010}fp", 7, 2, 0))
+        .arg(TOKEN)
+        .arg(claim_rest(LEASE_US, GRACE_US))
         .arg(&["90001", "", ""])
         .query(&mut con)
         .unwrap();
