@@ -273,7 +273,7 @@ impl Inner {
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
-            call.arg(&token_text).arg(&rest).arg(&expires);
+            call.arg(&token_text).arg(&rest).arg(expires);
             match &replacing {
                 Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
                 None => call.arg("").arg(""),

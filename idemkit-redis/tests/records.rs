@@ -767,13 +767,13 @@ async fn records_only_the_client_finds_corrupt_are_absent_and_replaced() {
         let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
             panic!("{what}: the claim did not replace it");
         };
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
-        assert!(!seen[0].overwritten && seen[1].overwritten, "{what}");
-        assert_eq!(seen[0].reason, seen[1].reason, "{what}");
         assert!(
             Backend::get(&backend, "k").await.unwrap().is_some(),
             "{what}"
         );
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
+        assert!(!seen[0].overwritten && seen[1].overwritten, "{what}");
+        assert_eq!(seen[0].reason, seen[1].reason, "{what}");
     }
 }
