@@ -15,7 +15,11 @@
 //! - `floor_plain_commands`: the fewest plain commands a pair needs, from 64 tasks on one
 //!   multiplexed connection: the claim one `SET key <claim> NX PX`, the completion one
 //!   `SET key <result> XX PX` and the `PUBLISH` that wakes waiters, pipelined. It has no
-//!   fencing and no server clock in it, so no correct backend does less on the server.
+//!   fencing and no server clock in it, so no correct backend does less on the server;
+//! - `functions_minimum`: the commands our functions cannot do without, run from Lua and
+//!   nothing else: a claim function (`TIME`, `SET NX PX`) and a completion function
+//!   (`TIME`, `GET`, `SET XX PX`, `PUBLISH`), from the same 64 tasks: what any Functions
+//!   backend costs the server before its own logic.
 //!
 //! Every batch of every series also measures the server's CPU time (`used_cpu_sys` +
 //! `used_cpu_user` from `INFO cpu`, read before and after the batch) divided by its pairs:
@@ -241,9 +245,48 @@ async fn floor_pair(mut connection: ConnectionManager, n: u64) {
     assert!(stored.is_some(), "{key} was not stored");
 }
 
-/// The anchor's function, in a library of the bench's own.
+/// A claim and a completion by the least functions can do: one `FCALL` each.
+async fn functions_minimum_pair(mut connection: ConnectionManager, n: u64) {
+    let key = format!("minimum:{{{n}}}");
+    let claim = "c".repeat(135);
+    let now: i64 = redis::cmd("FCALL")
+        .arg("idemkit_bench_claim")
+        .arg(1)
+        .arg(&key)
+        .arg(&claim)
+        .arg(90_000)
+        .query_async(&mut connection)
+        .await
+        .expect("the minimum claim");
+    assert!(now > 0);
+    let now: i64 = redis::cmd("FCALL")
+        .arg("idemkit_bench_complete")
+        .arg(1)
+        .arg(&key)
+        .arg(format!("{claim}ok"))
+        .arg(60_000)
+        .query_async(&mut connection)
+        .await
+        .expect("the minimum completion");
+    assert!(now > 0);
+}
+
+/// The anchor's function and the minimum functions, in a library of the bench's own.
 const TRIVIAL_FUNCTION: &str = "idemkit_bench_trivial";
-const TRIVIAL_LIBRARY: &str = "#!lua name=idemkit_bench\nredis.register_function('idemkit_bench_trivial', function() return 1 end)";
+const TRIVIAL_LIBRARY: &str = r"#!lua name=idemkit_bench
+redis.register_function('idemkit_bench_trivial', function() return 1 end)
+redis.register_function('idemkit_bench_claim', function(keys, args)
+  local time = redis.call('TIME')
+  redis.call('SET', keys[1], args[1], 'NX', 'PX', args[2])
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)
+redis.register_function('idemkit_bench_complete', function(keys, args)
+  local time = redis.call('TIME')
+  redis.call('GET', keys[1])
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
+  redis.call('PUBLISH', keys[1], 'completed')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)";
 
 /// The time `redis-benchmark` takes for two trivial script calls per pair of a batch at
 /// concurrency 64 (from its own requests-per-second figure).
@@ -300,10 +343,11 @@ fn python_reference_installed() -> bool {
 }
 
 /// The series, in the order they run and print.
-const SERIES: [&str; 5] = [
+const SERIES: [&str; 6] = [
     "idemkit_redis",
     "anchor_trivial_fcall",
     "floor_plain_commands",
+    "functions_minimum",
     "redis_benchmark_ceiling",
     "python_reference",
 ];
@@ -408,6 +452,9 @@ impl Bench<'_> {
             }),
             "floor_plain_commands" => measured(self.server, series, || {
                 connection_pairs(self.runtime, self.connection, floor_pair)
+            }),
+            "functions_minimum" => measured(self.server, series, || {
+                connection_pairs(self.runtime, self.connection, functions_minimum_pair)
             }),
             "redis_benchmark_ceiling" => {
                 measured(self.server, series, || ceiling_pairs(self.server, self.sha))
