@@ -27,8 +27,9 @@ use crate::wakeups::Wakeups;
 /// decode costs a second one, which replaces it (a third covers it changing meanwhile).
 const CLAIM_ATTEMPTS: usize = 3;
 
-/// The statuses a stored response may have: HTTP's three digits. The scripts treat a
-/// stored record with any other as corrupt (absent, reported), like any broken field.
+/// The statuses a stored response may have: HTTP's three digits, the three digits a
+/// record holds it in. A stored record with any other is corrupt (absent, reported), like
+/// any broken field.
 const STORED_STATUSES: std::ops::RangeInclusive<u16> = 100..=999;
 
 /// The first pause between two tries of a release the backend owes (see
@@ -329,7 +330,7 @@ impl Inner {
     ) -> Result<bool, Error> {
         self.settled(key).await;
         if !STORED_STATUSES.contains(&response.status) {
-            // The scripts read any other status as a corrupt record: refuse it up front.
+            // A record with any other status is corrupt when read: refuse it up front.
             self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
             return Err(storage("complete", Cause::Unstorable(response.status)));
         }
