@@ -49,7 +49,8 @@ local MAX_FINGERPRINT_VERSION = 4294967295
 local NO_RESULT = '00000000000000000000000000000000000'
 local NO_HEADERS = '0000000000'
 
--- The server's clock: microseconds as a number, and as 16 digits of text.
+-- The server's clock: microseconds as a number, and as 16 digits of text (`TIME`'s ten
+-- digits of seconds, which last until the year 2286, and its microseconds padded to six).
 local function clock()
   local time = redis.call('TIME')
   local micros = time[2]
