@@ -8,7 +8,23 @@
 //!   trips: `redis-benchmark` at concurrency 64 sending `EVALSHA` of a trivial script
 //!   (`return 1`) on a random key, two requests per pair;
 //! - `python_reference`: the reference Python backend (PyPI `idemkit[redis]==1.0.2`,
-//!   `RedisBackend`), 64 asyncio tasks doing the same pairs (`bench/python_redis_reference.py`).
+//!   `RedisBackend`), 64 asyncio tasks doing the same pairs (`bench/python_redis_reference.py`);
+//! - `anchor_trivial_fcall`: what a call costs the server before it does anything: 64
+//!   tokio tasks on one multiplexed connection, as ours, each pair two `FCALL`s of a
+//!   function that returns 1;
+//! - `floor_plain_commands`: the fewest plain commands a pair needs, from 64 tasks on one
+//!   multiplexed connection: the claim one `SET key <claim> NX PX`, the completion one
+//!   `SET key <result> XX PX` and the `PUBLISH` that wakes waiters, pipelined. It has no
+//!   fencing and no server clock in it, so no correct backend does less on the server;
+//! - `functions_minimum`: the commands our functions cannot do without, run from Lua and
+//!   nothing else: a claim function (`TIME`, `SET NX PX`) and a completion function
+//!   (`TIME`, `GET`, `SET XX PX`, `PUBLISH`), from the same 64 tasks: what any Functions
+//!   backend costs the server before its own logic.
+//!
+//! Every batch of every series also measures the server's CPU time (`used_cpu_sys` +
+//! `used_cpu_user` from `INFO cpu`, read before and after the batch) divided by its pairs:
+//! the server's microseconds per pair, the figure the issue sets its goal on (at most
+//! 10 us for ours).
 //!
 //! Each criterion sample of each series runs one batch of a fixed number of pairs
 //! (`BATCH`), timed from the first request to the last reply (the ceiling's and Python's
@@ -17,8 +33,10 @@
 //! could not run the tens of thousands of iterations criterion would ask of a fast
 //! series, nor a slow one a single pair meaningfully. At the end the bench prints, per
 //! series, the median pairs per second over its ten samples with the slowest and fastest
-//! sample, and the two ratios of the goals: idemkit_redis / ceiling (goal: at least 0.5)
-//! and idemkit_redis / python_reference (goal: at least 10).
+//! sample and its server CPU per pair, and the ratios of the goals: idemkit_redis /
+//! ceiling (goal: at least 0.5) and idemkit_redis / python_reference (goal: at least 10).
+//! Then paired rounds, one batch of each series back to back per round, with the same
+//! figures per round and their medians.
 //!
 //! Run: `cargo bench -p idemkit-redis --bench redis_pairs` (starts its own server on a
 //! free loopback port; needs `redis-server` and `redis-benchmark`, and for the Python
@@ -34,6 +52,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use idemkit_core::{Backend, Claim, Response};
 use idemkit_redis::RedisBackend;
+use idemkit_redis::redis::{self, aio::ConnectionManager};
 use redis_harness::RedisServer;
 
 const TASKS: u64 = 64;
@@ -45,15 +64,62 @@ const SMOKE_BATCH: u64 = 64;
 const LEASE: Duration = Duration::from_secs(30);
 const TTL: Duration = Duration::from_secs(60);
 
-/// Every (pairs, time) batch each series ran, in order; the last `SAMPLES` are
-/// criterion's samples (the ones before are its warm-up).
-static BATCHES: Mutex<Vec<(&'static str, u64, Duration)>> = Mutex::new(Vec::new());
+/// One batch of one series: its pairs, how long they took, and the server's CPU time
+/// over the batch.
+#[derive(Clone, Copy)]
+struct Batch {
+    series: &'static str,
+    pairs: u64,
+    took: Duration,
+    server_cpu: Duration,
+}
 
-/// Records that `pairs` pairs of `series` took `took`, and returns what criterion's
-/// `iters` iterations take at that pace.
-fn record(series: &'static str, pairs: u64, took: Duration, iters: u64) -> Duration {
-    BATCHES.lock().unwrap().push((series, pairs, took));
-    took.div_f64(pairs as f64).mul_f64(iters as f64)
+impl Batch {
+    fn per_second(&self) -> f64 {
+        self.pairs as f64 / self.took.as_secs_f64()
+    }
+
+    /// The server's CPU microseconds per pair.
+    fn server_us(&self) -> f64 {
+        self.server_cpu.as_secs_f64() * 1e6 / self.pairs as f64
+    }
+}
+
+/// Every batch each series ran, in order; the last `SAMPLES` of a series are criterion's
+/// samples (the ones before are its warm-up), and the paired rounds come after.
+static BATCHES: Mutex<Vec<Batch>> = Mutex::new(Vec::new());
+
+/// The server's CPU time so far (system + user, all its threads), from `INFO cpu`.
+fn server_cpu(server: &RedisServer) -> Duration {
+    let info = server.cli(&["INFO", "cpu"]).expect("INFO cpu");
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix(name))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in INFO cpu: {info}"))
+    };
+    Duration::from_secs_f64(field("used_cpu_sys:") + field("used_cpu_user:"))
+}
+
+/// Runs one batch of `series` (`run` returns how long its pairs took), measuring the
+/// server's CPU time around it; records it and returns it.
+fn measured(server: &RedisServer, series: &'static str, run: impl FnOnce() -> Duration) -> Batch {
+    let before = server_cpu(server);
+    let took = run();
+    let server_cpu = server_cpu(server).saturating_sub(before);
+    let batch = Batch {
+        series,
+        pairs: batch(),
+        took,
+        server_cpu,
+    };
+    BATCHES.lock().unwrap().push(batch);
+    batch
+}
+
+/// What criterion's `iters` iterations take at a batch's pace.
+fn for_criterion(batch: Batch, iters: u64) -> Duration {
+    batch.took.div_f64(batch.pairs as f64).mul_f64(iters as f64)
 }
 
 /// The pairs of one batch: [`BATCH`] when benchmarking, [`SMOKE_BATCH`] in test mode.
@@ -66,11 +132,7 @@ fn batch() -> u64 {
 }
 
 /// A batch of claim+complete pairs by `TASKS` tasks on `backend`, each on a fresh key.
-fn idemkit_pairs(
-    runtime: &tokio::runtime::Runtime,
-    backend: &RedisBackend,
-    iters: u64,
-) -> Duration {
+fn idemkit_pairs(runtime: &tokio::runtime::Runtime, backend: &RedisBackend) -> Duration {
     let pairs = batch();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let first = NEXT.fetch_add(pairs, Ordering::Relaxed);
@@ -97,13 +159,138 @@ fn idemkit_pairs(
         for task in tasks {
             task.await.unwrap();
         }
-        record("idemkit_redis", pairs, start.elapsed(), iters)
+        start.elapsed()
     })
 }
 
+/// A batch of pairs by `TASKS` tasks on one multiplexed connection, each pair `pair`
+/// (given the connection and a fresh key number).
+fn connection_pairs<F, Fut>(
+    runtime: &tokio::runtime::Runtime,
+    connection: &ConnectionManager,
+    pair: F,
+) -> Duration
+where
+    F: Fn(ConnectionManager, u64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let pairs = batch();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let first = NEXT.fetch_add(pairs, Ordering::Relaxed);
+    runtime.block_on(async {
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let connection = connection.clone();
+                let pair = pair.clone();
+                tokio::spawn(async move {
+                    for n in (task..pairs).step_by(TASKS as usize) {
+                        pair(connection.clone(), first + n).await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        start.elapsed()
+    })
+}
+
+/// Two `FCALL`s of a function that returns 1, on a fresh key each: the anchor.
+async fn trivial_pair(mut connection: ConnectionManager, n: u64) {
+    let key = format!("anchor:{{{n}}}");
+    for _ in 0..2 {
+        let one: i64 = redis::cmd("FCALL")
+            .arg(TRIVIAL_FUNCTION)
+            .arg(1)
+            .arg(&key)
+            .query_async(&mut connection)
+            .await
+            .expect("the trivial function answers");
+        assert_eq!(one, 1);
+    }
+}
+
+/// The fewest plain commands a pair needs: a claim that writes only if the key is free,
+/// with its expiry; the result written over it, with its expiry; the wake-up.
+async fn floor_pair(mut connection: ConnectionManager, n: u64) {
+    let key = format!("floor:{{{n}}}");
+    // Values the size of ours: the claim's fixed fields and fingerprint, then the result.
+    let claim = "c".repeat(135);
+    let claimed: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg(&claim)
+        .arg("NX")
+        .arg("PX")
+        .arg(90_000)
+        .query_async(&mut connection)
+        .await
+        .expect("SET NX");
+    assert!(claimed.is_some(), "{key} was not free");
+    let result = format!("{claim}ok");
+    let (stored, _woken): (Option<String>, i64) = redis::pipe()
+        .cmd("SET")
+        .arg(&key)
+        .arg(&result)
+        .arg("XX")
+        .arg("PX")
+        .arg(60_000)
+        .cmd("PUBLISH")
+        .arg(&key)
+        .arg("completed")
+        .query_async(&mut connection)
+        .await
+        .expect("SET XX and PUBLISH");
+    assert!(stored.is_some(), "{key} was not stored");
+}
+
+/// A claim and a completion by the least functions can do: one `FCALL` each.
+async fn functions_minimum_pair(mut connection: ConnectionManager, n: u64) {
+    let key = format!("minimum:{{{n}}}");
+    let claim = "c".repeat(135);
+    let now: i64 = redis::cmd("FCALL")
+        .arg("idemkit_bench_claim")
+        .arg(1)
+        .arg(&key)
+        .arg(&claim)
+        .arg(90_000)
+        .query_async(&mut connection)
+        .await
+        .expect("the minimum claim");
+    assert!(now > 0);
+    let now: i64 = redis::cmd("FCALL")
+        .arg("idemkit_bench_complete")
+        .arg(1)
+        .arg(&key)
+        .arg(format!("{claim}ok"))
+        .arg(60_000)
+        .query_async(&mut connection)
+        .await
+        .expect("the minimum completion");
+    assert!(now > 0);
+}
+
+/// The anchor's function and the minimum functions, in a library of the bench's own.
+const TRIVIAL_FUNCTION: &str = "idemkit_bench_trivial";
+const TRIVIAL_LIBRARY: &str = r"#!lua name=idemkit_bench
+redis.register_function('idemkit_bench_trivial', function() return 1 end)
+redis.register_function('idemkit_bench_claim', function(keys, args)
+  local time = redis.call('TIME')
+  redis.call('SET', keys[1], args[1], 'NX', 'PX', args[2])
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)
+redis.register_function('idemkit_bench_complete', function(keys, args)
+  local time = redis.call('TIME')
+  redis.call('GET', keys[1])
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
+  redis.call('PUBLISH', keys[1], 'completed')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)";
+
 /// The time `redis-benchmark` takes for two trivial script calls per pair of a batch at
 /// concurrency 64 (from its own requests-per-second figure).
-fn ceiling_pairs(server: &RedisServer, sha: &str, iters: u64) -> Duration {
+fn ceiling_pairs(server: &RedisServer, sha: &str) -> Duration {
     let pairs = batch();
     let requests = 2 * pairs;
     let output = Command::new("redis-benchmark")
@@ -122,12 +309,11 @@ fn ceiling_pairs(server: &RedisServer, sha: &str, iters: u64) -> Duration {
         .and_then(|line| line.split("\",\"").nth(1))
         .and_then(|rps| rps.trim_matches('"').parse().ok())
         .unwrap_or_else(|| panic!("no requests per second in redis-benchmark's output: {csv}"));
-    let took = Duration::from_secs_f64(requests as f64 / rps);
-    record("redis_benchmark_ceiling", pairs, took, iters)
+    Duration::from_secs_f64(requests as f64 / rps)
 }
 
 /// The time the Python reference reports for one round of a batch of pairs.
-fn python_pairs(script: &Path, url: &str, iters: u64) -> Duration {
+fn python_pairs(script: &Path, url: &str) -> Duration {
     let pairs = batch();
     let output = Command::new("python3")
         .arg(script)
@@ -144,8 +330,7 @@ fn python_pairs(script: &Path, url: &str, iters: u64) -> Duration {
     let summary: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("its JSON line");
     let per_second = summary["median"].as_f64().expect("a median");
-    let took = Duration::from_secs_f64(pairs as f64 / per_second);
-    record("python_reference", pairs, took, iters)
+    Duration::from_secs_f64(pairs as f64 / per_second)
 }
 
 fn python_reference_installed() -> bool {
@@ -157,47 +342,63 @@ fn python_reference_installed() -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Median, slowest and fastest sample of a series, in pairs per second.
-fn figures(series: &str) -> Option<(f64, f64, f64)> {
+/// The series, in the order they run and print.
+const SERIES: [&str; 6] = [
+    "idemkit_redis",
+    "anchor_trivial_fcall",
+    "floor_plain_commands",
+    "functions_minimum",
+    "redis_benchmark_ceiling",
+    "python_reference",
+];
+
+/// The median of `values` (not empty).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    }
+}
+
+/// Of a series' criterion samples (its last `SAMPLES` batches before the paired rounds):
+/// the median, slowest and fastest pairs per second, and the median server CPU per pair.
+fn figures(series: &str) -> Option<(f64, f64, f64, f64)> {
     let batches = BATCHES.lock().unwrap();
-    let runs: Vec<f64> = batches
+    let runs: Vec<Batch> = batches
         .iter()
-        .filter(|(name, ..)| *name == series)
-        .map(|(_, pairs, took)| *pairs as f64 / took.as_secs_f64())
+        .filter(|batch| batch.series == series)
+        .copied()
         .collect();
-    let mut samples = runs[runs.len().saturating_sub(SAMPLES)..].to_vec();
+    let samples = &runs[runs.len().saturating_sub(SAMPLES)..];
     if samples.is_empty() {
         return None;
     }
-    samples.sort_by(f64::total_cmp);
-    let middle = samples.len() / 2;
-    let median = if samples.len().is_multiple_of(2) {
-        (samples[middle - 1] + samples[middle]) / 2.0
-    } else {
-        samples[middle]
-    };
-    Some((median, samples[0], samples[samples.len() - 1]))
+    let rates: Vec<f64> = samples.iter().map(Batch::per_second).collect();
+    let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let fastest = rates.iter().copied().fold(0.0, f64::max);
+    let server_us = median(samples.iter().map(Batch::server_us).collect());
+    Some((median(rates), slowest, fastest, server_us))
 }
 
 fn summarize(python: bool) {
-    let series = [
-        "idemkit_redis",
-        "redis_benchmark_ceiling",
-        "python_reference",
-    ];
     let mut medians = Vec::new();
     println!(
         "\nredis_pairs: claim+complete pairs per second, {TASKS} concurrent tasks, one server"
     );
     println!(
-        "  {:<26} {:>12} {:>24}",
-        "series", "median", "samples (slowest..fastest)"
+        "  {:<26} {:>12} {:>26} {:>18}",
+        "series", "median", "samples (slowest..fastest)", "server us/pair"
     );
-    for name in series {
-        let Some((median, slowest, fastest)) = figures(name) else {
+    for name in SERIES {
+        let Some((median, slowest, fastest, server_us)) = figures(name) else {
             continue;
         };
-        println!("  {name:<26} {median:>12.0} {slowest:>11.0} .. {fastest:<11.0}");
+        println!(
+            "  {name:<26} {median:>12.0} {slowest:>12.0} .. {fastest:<12.0} {server_us:>18.2}"
+        );
         medians.push((name, median));
     }
     let median_of = |wanted: &str| {
@@ -229,6 +430,55 @@ fn summarize(python: bool) {
     }
 }
 
+/// Everything one batch of any series needs.
+struct Bench<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    backend: &'a RedisBackend,
+    connection: &'a ConnectionManager,
+    server: &'a RedisServer,
+    sha: &'a str,
+    python: Option<&'a Path>,
+}
+
+impl Bench<'_> {
+    /// One batch of `series`, measured (`None` for the Python series without Python).
+    fn run(&self, series: &'static str) -> Option<Batch> {
+        let batch = match series {
+            "idemkit_redis" => measured(self.server, series, || {
+                idemkit_pairs(self.runtime, self.backend)
+            }),
+            "anchor_trivial_fcall" => measured(self.server, series, || {
+                connection_pairs(self.runtime, self.connection, trivial_pair)
+            }),
+            "floor_plain_commands" => measured(self.server, series, || {
+                connection_pairs(self.runtime, self.connection, floor_pair)
+            }),
+            "functions_minimum" => measured(self.server, series, || {
+                connection_pairs(self.runtime, self.connection, functions_minimum_pair)
+            }),
+            "redis_benchmark_ceiling" => {
+                measured(self.server, series, || ceiling_pairs(self.server, self.sha))
+            }
+            "python_reference" => {
+                let script = self.python?;
+                let mut batch = measured(self.server, series, || {
+                    python_pairs(script, &self.server.url())
+                });
+                // The script warms up first (its scripts, its pool) with up to ten pairs
+                // per task, on the same server: those count in its server time too.
+                let warm_up = batch.pairs.min(10 * TASKS);
+                batch.server_cpu = batch
+                    .server_cpu
+                    .mul_f64(batch.pairs as f64 / (batch.pairs + warm_up) as f64);
+                BATCHES.lock().unwrap().last_mut().unwrap().server_cpu = batch.server_cpu;
+                batch
+            }
+            other => unreachable!("no series {other}"),
+        };
+        Some(batch)
+    }
+}
+
 fn main() {
     if !redis_harness::available() {
         return;
@@ -239,8 +489,10 @@ fn main() {
         .expect("the ceiling's script loads")
         .trim()
         .to_owned();
-    // Client threads: 2 by default, the machine's cores (the client is light: under
-    // perf it took about 4% of the samples during its series, the server 22%).
+    server
+        .cli(&["FUNCTION", "LOAD", "REPLACE", TRIVIAL_LIBRARY])
+        .expect("the anchor's function loads");
+    // Client threads: 2 by default, the machine's cores.
     let workers = std::env::var("IDEMKIT_BENCH_WORKERS")
         .ok()
         .and_then(|workers| workers.parse().ok())
@@ -258,6 +510,12 @@ fn main() {
                 .build(),
         )
         .expect("the backend connects");
+    let connection = runtime
+        .block_on(async {
+            let client = redis::Client::open(server.url())?;
+            ConnectionManager::new(client).await
+        })
+        .expect("the anchor's and floor's connection");
     let script: PathBuf = [
         env!("CARGO_MANIFEST_DIR"),
         "..",
@@ -267,6 +525,14 @@ fn main() {
     .iter()
     .collect();
     let python = python_reference_installed();
+    let bench = Bench {
+        runtime: &runtime,
+        backend: &backend,
+        connection: &connection,
+        server: &server,
+        sha: &sha,
+        python: python.then_some(script.as_path()),
+    };
 
     let mut criterion = Criterion::default()
         .sample_size(SAMPLES)
@@ -275,83 +541,198 @@ fn main() {
         .configure_from_args();
     let mut group = criterion.benchmark_group("redis_pairs");
     group.throughput(Throughput::Elements(1));
-    group.bench_function("idemkit_redis", |b| {
-        b.iter_custom(|iters| idemkit_pairs(&runtime, &backend, iters))
-    });
-    group.bench_function("redis_benchmark_ceiling", |b| {
-        b.iter_custom(|iters| ceiling_pairs(&server, &sha, iters))
-    });
-    if python {
-        group.bench_function("python_reference", |b| {
-            b.iter_custom(|iters| python_pairs(&script, &server.url(), iters))
+    for series in SERIES {
+        if series == "python_reference" && !python {
+            continue;
+        }
+        group.bench_function(series, |b| {
+            b.iter_custom(|iters| for_criterion(bench.run(series).unwrap(), iters))
         });
     }
     group.finish();
     criterion.final_summary();
     if std::env::args().any(|arg| arg == "--bench") {
         summarize(python);
-        paired_rounds(
-            &runtime,
-            &backend,
-            &server,
-            &sha,
-            python.then_some(script.as_path()),
-        );
+        paired_rounds(&bench);
+        where_the_time_goes(&bench);
     } else {
         println!("\nredis_pairs: a smoke run ({SMOKE_BATCH} pairs per series); no figures");
     }
 }
 
-/// How many interleaved rounds the paired ratios come from.
+/// For one batch of each series, the server's own account of its time (`INFO
+/// commandstats`, reset before the batch): per command, its calls per pair and its
+/// microseconds per call. A function's figure includes the commands it runs, which are
+/// also listed on their own; what the figures do not cover is reading requests and
+/// writing replies (the rest of the series' server CPU time per pair).
+fn where_the_time_goes(bench: &Bench<'_>) {
+    println!("\nredis_pairs, where the server's time goes (INFO commandstats over one batch)");
+    for series in SERIES {
+        bench
+            .server
+            .cli(&["CONFIG", "RESETSTAT"])
+            .expect("CONFIG RESETSTAT");
+        let Some(batch) = bench.run(series) else {
+            continue;
+        };
+        let stats = bench
+            .server
+            .cli(&["INFO", "commandstats"])
+            .expect("INFO commandstats");
+        let mut commands = Vec::new();
+        for line in stats.lines() {
+            let Some((name, fields)) = line.trim().split_once(':') else {
+                continue;
+            };
+            let Some(name) = name.strip_prefix("cmdstat_") else {
+                continue;
+            };
+            if matches!(
+                name,
+                "info" | "config|resetstat" | "ping" | "hello" | "client|setinfo"
+            ) {
+                continue;
+            }
+            let field = |wanted: &str| -> f64 {
+                fields
+                    .split(',')
+                    .find_map(|pair| pair.strip_prefix(wanted))
+                    .and_then(|value| value.parse().ok())
+                    .unwrap_or(0.0)
+            };
+            let calls = field("calls=");
+            let usec = field("usec=");
+            commands.push(format!(
+                "{name} {:.2}/pair {:.2}us",
+                calls / batch.pairs as f64,
+                usec / calls.max(1.0)
+            ));
+        }
+        println!(
+            "  {series}: server {:.2} us/pair; {}",
+            batch.server_us(),
+            commands.join(", ")
+        );
+    }
+}
+
+/// How many interleaved rounds the paired figures come from (`REDIS_PAIRS_ROUNDS`
+/// changes it).
 const ROUNDS: usize = 7;
 
-/// Ratios with the load held equal: in each round one batch of each series, back to
-/// back, and the round's ratios; then the median and the range of each ratio. (On a
-/// shared machine the load moves between criterion's series, which run one after the
-/// other; within a round it moves far less.)
-fn paired_rounds(
-    runtime: &tokio::runtime::Runtime,
-    backend: &RedisBackend,
-    server: &RedisServer,
-    sha: &str,
-    python: Option<&Path>,
-) {
-    let per_second = |took: Duration| BATCH as f64 / took.as_secs_f64();
-    let mut to_ceiling = Vec::new();
-    let mut to_python = Vec::new();
+/// Figures with the load held equal: in each round one batch of each series, back to
+/// back, and the round's figures; then the median and range of each. (On a shared
+/// machine the load moves between criterion's series, which run one after the other;
+/// within a round it moves far less.)
+fn paired_rounds(bench: &Bench<'_>) {
+    let rounds = std::env::var("REDIS_PAIRS_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .unwrap_or(ROUNDS);
+    let mut per_round: Vec<Vec<Batch>> = Vec::new();
     println!(
-        "\nredis_pairs, paired: {ROUNDS} rounds of one {BATCH}-pair batch per series, back to back"
+        "\nredis_pairs, paired: {rounds} rounds of one {BATCH}-pair batch per series, back to back"
     );
-    for round in 1..=ROUNDS {
-        let ours = per_second(idemkit_pairs(runtime, backend, BATCH));
-        let ceiling = per_second(ceiling_pairs(server, sha, BATCH));
-        let reference = python.map(|script| per_second(python_pairs(script, &server.url(), BATCH)));
-        to_ceiling.push(ours / ceiling);
-        let against_python = reference.map(|reference| ours / reference);
-        to_python.extend(against_python);
-        println!(
-            "  round {round}: idemkit_redis {ours:.0}/s, ceiling {ceiling:.0}/s, python {}; ours/ceiling {:.2}x, ours/python {}",
-            reference.map_or("-".to_owned(), |reference| format!("{reference:.0}/s")),
-            ours / ceiling,
-            against_python.map_or("-".to_owned(), |ratio| format!("{ratio:.1}x")),
-        );
+    for round in 1..=rounds {
+        let batches: Vec<Batch> = SERIES
+            .iter()
+            .filter_map(|series| bench.run(series))
+            .collect();
+        let shown: Vec<String> = batches
+            .iter()
+            .map(|batch| {
+                format!(
+                    "{} {:.0}/s {:.2}us",
+                    batch.series,
+                    batch.per_second(),
+                    batch.server_us()
+                )
+            })
+            .collect();
+        println!("  round {round}: {}", shown.join(", "));
+        per_round.push(batches);
     }
-    let spread = |mut ratios: Vec<f64>| {
-        ratios.sort_by(f64::total_cmp);
-        (
-            ratios[ratios.len() / 2],
-            ratios[0],
-            ratios[ratios.len() - 1],
-        )
+    let of = |series: &str, figure: fn(&Batch) -> f64| -> Vec<f64> {
+        per_round
+            .iter()
+            .filter_map(|round| round.iter().find(|batch| batch.series == series))
+            .map(figure)
+            .collect()
     };
-    let (median, low, high) = spread(to_ceiling);
+    let spread = |values: Vec<f64>| {
+        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = values.iter().copied().fold(0.0, f64::max);
+        (median(values), low, high)
+    };
     println!(
-        "  idemkit_redis / ceiling: median {median:.2}x (rounds {low:.2}x .. {high:.2}x; goal >= 0.5x)"
+        "  {:<26} {:>30} {:>32}",
+        "series, median of rounds", "pairs/s (low..high)", "server us/pair (low..high)"
     );
-    if !to_python.is_empty() {
-        let (median, low, high) = spread(to_python);
+    for series in SERIES {
+        let rates = of(series, Batch::per_second);
+        if rates.is_empty() {
+            continue;
+        }
+        let (rate, rate_low, rate_high) = spread(rates);
+        let (us, us_low, us_high) = spread(of(series, Batch::server_us));
         println!(
-            "  idemkit_redis / python_reference: median {median:.1}x (rounds {low:.1}x .. {high:.1}x; goal >= 10x)"
+            "  {series:<26} {rate:>10.0} ({rate_low:>8.0}..{rate_high:<8.0}) {us:>12.2} ({us_low:>6.2}..{us_high:<6.2})"
         );
     }
+    let ratios = |other: &str, figure: fn(&Batch) -> f64| -> Vec<f64> {
+        per_round
+            .iter()
+            .filter_map(|round| {
+                let ours = round.iter().find(|batch| batch.series == "idemkit_redis")?;
+                let other = round.iter().find(|batch| batch.series == other)?;
+                Some(figure(ours) / figure(other))
+            })
+            .collect()
+    };
+    for (other, figure, what, goal) in [
+        (
+            "redis_benchmark_ceiling",
+            Batch::per_second as fn(&Batch) -> f64,
+            "pairs/s",
+            "goal >= 0.5x",
+        ),
+        (
+            "python_reference",
+            Batch::per_second,
+            "pairs/s",
+            "goal >= 10x",
+        ),
+        (
+            "python_reference",
+            Batch::server_us,
+            "server us/pair",
+            "lower is better",
+        ),
+        (
+            "anchor_trivial_fcall",
+            Batch::server_us,
+            "server us/pair",
+            "-",
+        ),
+        (
+            "floor_plain_commands",
+            Batch::server_us,
+            "server us/pair",
+            "-",
+        ),
+    ] {
+        let values = ratios(other, figure);
+        if values.is_empty() {
+            continue;
+        }
+        let (median, low, high) = spread(values);
+        println!(
+            "  idemkit_redis / {other}, {what}: median {median:.2}x (rounds {low:.2}x .. {high:.2}x; {goal})"
+        );
+    }
+    let (ours_us, ..) = spread(of("idemkit_redis", Batch::server_us));
+    println!(
+        "  idemkit_redis server CPU per pair: median {ours_us:.2} us (goal <= 10 us: {})",
+        if ours_us <= 10.0 { "met" } else { "NOT met" }
+    );
 }

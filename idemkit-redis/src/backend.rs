@@ -8,17 +8,17 @@ use std::time::{Duration, Instant};
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
 use redis::{Cmd, Value};
 
-use crate::commands::{Commands, evalsha};
+use crate::commands::{Commands, fcall};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
 use crate::error::{Cause, RedisError};
 use crate::headers;
 use crate::layout::Layout;
-use crate::record::{Undecodable, to_record};
+use crate::record::to_record;
 use crate::releases::PendingReleases;
-use crate::reply::{self, ClaimReply, ReadReply, Stored};
+use crate::reply::{self, ClaimReply, Decoded, ReadReply, Stored, Undecodable};
 use crate::responses::SharedResponses;
 use crate::runtime::{Elapsed, OnRuntime};
-use crate::scripts::SCRIPTS;
+use crate::scripts;
 use crate::server_clock::{ServerClock, ServerNow, micros};
 use crate::token;
 use crate::wakeups::Wakeups;
@@ -27,8 +27,9 @@ use crate::wakeups::Wakeups;
 /// decode costs a second one, which replaces it (a third covers it changing meanwhile).
 const CLAIM_ATTEMPTS: usize = 3;
 
-/// The statuses a stored response may have: HTTP's three digits. The scripts treat a
-/// stored record with any other as corrupt (absent, reported), like any broken field.
+/// The statuses a stored response may have: HTTP's three digits, the three digits a
+/// record holds it in. A stored record with any other is corrupt (absent, reported), like
+/// any broken field.
 const STORED_STATUSES: std::ops::RangeInclusive<u16> = 100..=999;
 
 /// The first pause between two tries of a release the backend owes (see
@@ -99,12 +100,24 @@ pub(crate) enum Found {
     Completed(Record),
 }
 
+/// A duration in microseconds as the 16 digits a record stores it in (see
+/// `scripts/library.lua`; [`micros`] keeps it below 10^16).
+fn digits16(micros: u64) -> String {
+    format!("{micros:016}")
+}
+
+/// The time to live of a key whose record is gone `micros` from now: in milliseconds,
+/// rounded up, plus one, so that the key outlives its record and expires just after it.
+fn key_ttl_ms(micros: u64) -> u64 {
+    micros.div_ceil(1000) + 1
+}
+
 fn storage(operation: &'static str, cause: Cause) -> Error {
     Error::storage(RedisError::new(operation, cause))
 }
 
 impl Inner {
-    /// Sends `call`, an `EVALSHA` (see [`evalsha`]), within the command timeout; the reply and
+    /// Sends `call`, an `FCALL` (see [`fcall`]), within the command timeout; the reply and
     /// when it arrived.
     async fn call(&self, operation: &'static str, call: &Cmd) -> Result<(Value, RoundTrip), Error> {
         let sent = Instant::now();
@@ -166,6 +179,17 @@ impl Inner {
         now: &ServerNow,
     ) -> Result<Record, Undecodable> {
         to_record(key, storage_key, stored, now, &self.responses)
+    }
+
+    /// The record of a value the server returned, or why this client cannot read it.
+    fn decoded(
+        &self,
+        key: &str,
+        storage_key: &str,
+        decoded: Decoded,
+        now: &ServerNow,
+    ) -> Result<Record, Undecodable> {
+        self.record(key, storage_key, decoded?, now)
     }
 
     fn corrupt(&self, key: &str, storage_key: &str, reason: String, overwritten: bool) {
@@ -235,25 +259,31 @@ impl Inner {
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
-        let mut replacing: Option<ClaimToken> = None;
+        // What the claim writes after its time, formatted here (see the layout at the top
+        // of `scripts/library.lua`): the server adds only the time.
+        let mut rest = format!(
+            "{:016}{:016}{:035}{fingerprint_version:010}{:010}{:010}",
+            micros(lease_ttl),
+            micros(self.reclaim_grace),
+            0,
+            fingerprint.len(),
+            0
+        );
+        rest.push_str(fingerprint);
+        let expires = key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace));
+        let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
-            let mut call = evalsha(&SCRIPTS.claim, &storage_key);
-            call.arg(&token_text)
-                .arg(fingerprint)
-                .arg(fingerprint_version)
-                .arg(micros(lease_ttl))
-                .arg(micros(self.reclaim_grace))
-                .arg(
-                    replacing
-                        .as_ref()
-                        .map(ToString::to_string)
-                        .unwrap_or_default(),
-                );
+            let mut call = fcall(scripts::CLAIM, &storage_key);
+            call.arg(&token_text).arg(&rest).arg(expires);
+            match &replacing {
+                Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
+                None => call.arg("").arg(""),
+            };
             let (value, trip) = self.call("claim", &call).await?;
             let (reply, now) =
                 reply::claim(value).map_err(|bad| storage("claim", Cause::BadReply(bad.0)))?;
             let now = self.clock.observe(now, trip.sent, trip.seen);
-            match reply {
+            let found = match reply {
                 ClaimReply::Won {
                     reclaimed,
                     replaced,
@@ -268,19 +298,17 @@ impl Inner {
                         Claim::New(token.clone())
                     });
                 }
-                ClaimReply::InFlight(stored) => {
-                    // A claim carries no response, so it always decodes.
-                    let record = self.record(key, &storage_key, stored, &now).map_err(|_| {
-                        storage("claim", Cause::BadReply("a claim with a response".into()))
-                    })?;
-                    return Ok(Claim::InFlight(record));
-                }
-                ClaimReply::Completed(stored) => match self.record(key, &storage_key, stored, &now)
-                {
-                    Ok(record) => return Ok(Claim::Completed(record)),
-                    // Its headers do not decode: claim again, replacing exactly it.
-                    Err(undecodable) => replacing = Some(undecodable.token),
-                },
+                ClaimReply::InFlight(decoded) => self
+                    .decoded(key, &storage_key, decoded, &now)
+                    .map(Claim::InFlight),
+                ClaimReply::Completed(decoded) => self
+                    .decoded(key, &storage_key, decoded, &now)
+                    .map(Claim::Completed),
+            };
+            match found {
+                Ok(claim) => return Ok(claim),
+                // Not readable here: claim again, replacing exactly it.
+                Err(undecodable) => replacing = Some(undecodable),
             }
         }
         Err(storage(
@@ -302,7 +330,7 @@ impl Inner {
     ) -> Result<bool, Error> {
         self.settled(key).await;
         if !STORED_STATUSES.contains(&response.status) {
-            // The scripts read any other status as a corrupt record: refuse it up front.
+            // A record with any other status is corrupt when read: refuse it up front.
             self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
             return Err(storage("complete", Cause::Unstorable(response.status)));
         }
@@ -313,12 +341,19 @@ impl Inner {
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_ref())),
         );
-        let mut call = evalsha(&SCRIPTS.complete, &storage_key);
+        let headers_len = format!("{:010}", headers.len());
+        let mut headers_and_body = headers;
+        headers_and_body.extend_from_slice(&response.body);
+        let mut call = fcall(scripts::COMPLETE, &storage_key);
         call.arg(token.to_string())
-            .arg(micros(expires_after))
-            .arg(response.status)
-            .arg(headers)
-            .arg(response.body.as_ref());
+            .arg(format!(
+                "{}{}",
+                digits16(micros(expires_after)),
+                response.status
+            ))
+            .arg(headers_len)
+            .arg(headers_and_body)
+            .arg(key_ttl_ms(micros(expires_after)));
         // Remembered before it is sent: the server wakes this key's waiters before this
         // reply arrives, and a waiter that decoded the result first would otherwise hold
         // an allocation of its own. Only a record this token stored, equal to it, is
@@ -335,7 +370,7 @@ impl Inner {
 
     pub(crate) async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
         let storage_key = self.layout.storage_key(key);
-        let mut call = evalsha(&SCRIPTS.release, &storage_key);
+        let mut call = fcall(scripts::RELEASE, &storage_key);
         call.arg(token.to_string());
         self.write("release", &call, &storage_key).await
     }
@@ -348,10 +383,11 @@ impl Inner {
     ) -> Result<bool, Error> {
         self.settled(key).await;
         let storage_key = self.layout.storage_key(key);
-        let mut call = evalsha(&SCRIPTS.renew, &storage_key);
+        let mut call = fcall(scripts::RENEW, &storage_key);
         call.arg(token.to_string())
             .arg(micros(lease_ttl))
-            .arg(micros(self.reclaim_grace));
+            .arg(digits16(micros(self.reclaim_grace)))
+            .arg(key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace)));
         self.write("renew", &call, &storage_key).await
     }
 
@@ -375,7 +411,7 @@ impl Inner {
 
     /// Reads the record of `key`, stored at `storage_key`.
     pub(crate) async fn find(&self, key: &str, storage_key: &str) -> Result<Found, Error> {
-        let call = evalsha(&SCRIPTS.read, storage_key);
+        let call = fcall(scripts::READ, storage_key);
         let (value, trip) = self.call("read", &call).await?;
         let (reply, now) =
             reply::read(value).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
@@ -388,7 +424,11 @@ impl Inner {
                 self.corrupt(key, storage_key, reason, false);
                 return Ok(Found::Nothing);
             }
-            ReadReply::Present(stored) => stored,
+            ReadReply::Present(Err(undecodable)) => {
+                self.corrupt(key, storage_key, undecodable.reason, false);
+                return Ok(Found::Nothing);
+            }
+            ReadReply::Present(Ok(stored)) => stored,
         };
         let lease_until = stored.lease_until;
         let claimed = stored.result.is_none();
@@ -398,9 +438,8 @@ impl Inner {
                 Ok(Found::Claimed { record, lease_left })
             }
             Ok(record) => Ok(Found::Completed(record)),
-            Err(_) => {
-                let reason = "a stored response whose headers do not decode".to_owned();
-                self.corrupt(key, storage_key, reason, false);
+            Err(undecodable) => {
+                self.corrupt(key, storage_key, undecodable.reason, false);
                 Ok(Found::Nothing)
             }
         }

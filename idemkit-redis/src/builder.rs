@@ -395,7 +395,7 @@ impl RedisBuilder {
             }
         };
         check_eviction(&commands, self.eviction, self.command_timeout, &runtime).await?;
-        connected(runtime.within(limit, commands.load_scripts()).await, limit)?;
+        connected(runtime.within(limit, commands.ensure_library()).await, limit)?;
         Ok(RedisBackend {
             inner: Arc::new(Inner {
                 commands,

@@ -6,9 +6,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+use redis::{Cmd, RedisError, RedisResult, Value};
 
-use crate::scripts::SCRIPTS;
+use crate::scripts;
 
 /// A multiplexed, self-reconnecting connection to a server or a cluster. Clones share it.
 #[derive(Clone)]
@@ -27,30 +27,48 @@ impl Commands {
         reply?.extract_error()
     }
 
-    /// Sends `call`, an `EVALSHA` of `script` (see [`evalsha`]). A server that does not
-    /// know the script (`NOSCRIPT`: restarted, failed over, a new cluster node) is sent
-    /// every script with `SCRIPT LOAD`, then `call` again, once.
+    /// Sends `call`, an `FCALL` of one of the library's functions (see [`fcall`]). A
+    /// server that does not have the library ("Function not found": restarted without
+    /// persistence, `FUNCTION FLUSH`, a new cluster node) is sent it with `FUNCTION LOAD
+    /// REPLACE`, then `call` again, once.
     pub(crate) async fn run(&self, call: &Cmd) -> RedisResult<Value> {
         match self.send(call).await {
-            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.load_scripts().await?;
+            Err(error) if function_missing(&error) => {
+                self.load_library().await?;
                 self.send(call).await
             }
             result => result,
         }
     }
 
-    /// Loads every script (on every node of a cluster). Done when the backend is built,
-    /// and again when a server has forgotten them: an operation then needs one round trip
-    /// from its first poll, which is all a release from a dropped run gets.
-    pub(crate) async fn load_scripts(&self) -> RedisResult<()> {
-        for script in SCRIPTS.all() {
-            match self {
-                Commands::Server(manager) => script.load_async(&mut manager.clone()).await?,
-                Commands::Cluster(cluster) => script.load_async(&mut cluster.clone()).await?,
-            };
+    /// Makes sure the server runs this version of the library, when the backend is built:
+    /// a server whose `idemkit_version` answers this version is left as it is; one without
+    /// the library, or with another version, is sent this one (`FUNCTION LOAD REPLACE`,
+    /// under the same name, so it replaces the other). A cluster is sent it on every
+    /// master, whatever they hold (a version asked of one node says nothing of the
+    /// others).
+    pub(crate) async fn ensure_library(&self) -> RedisResult<()> {
+        if let Commands::Server(_) = self {
+            let mut version = redis::cmd("FCALL");
+            version.arg(scripts::VERSION_FUNCTION).arg(0);
+            match self.send(&version).await {
+                Ok(Value::BulkString(loaded)) if loaded == scripts::VERSION.as_bytes() => {
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(error) if function_missing(&error) => {}
+                Err(error) => return Err(error),
+            }
         }
-        Ok(())
+        self.load_library().await
+    }
+
+    /// Loads the library (on every master of a cluster), replacing any version of it.
+    pub(crate) async fn load_library(&self) -> RedisResult<()> {
+        let mut load = redis::cmd("FUNCTION");
+        load.arg("LOAD").arg("REPLACE").arg(scripts::LIBRARY.as_str());
+        // A cluster routes `FUNCTION LOAD` to every master.
+        self.send(&load).await.map(drop)
     }
 
     /// `WAIT replicas timeout` on the connection that wrote `key`: how many replicas
@@ -128,10 +146,17 @@ fn flatten(value: Value, out: &mut Vec<String>) {
     }
 }
 
-/// The start of an `EVALSHA` of `script` on the one key `key`; the caller adds the
+/// Whether `error` is a server's answer to an `FCALL` of a function it does not have.
+pub(crate) fn function_missing(error: &RedisError) -> bool {
+    error
+        .detail()
+        .is_some_and(|detail| detail.starts_with("Function not found"))
+}
+
+/// The start of an `FCALL` of `function` on the one key `key`; the caller adds the
 /// arguments.
-pub(crate) fn evalsha(script: &Script, key: &str) -> Cmd {
-    let mut call = redis::cmd("EVALSHA");
-    call.arg(script.get_hash()).arg(1).arg(key);
+pub(crate) fn fcall(function: &str, key: &str) -> Cmd {
+    let mut call = redis::cmd("FCALL");
+    call.arg(function).arg(1).arg(key);
     call
 }

@@ -30,15 +30,27 @@
 //!
 //! # How it works
 //!
-//! - **One key per record.** The record of key `k` is a hash at `<namespace>:{k}`
-//!   (see [`RedisBackend::storage_key`]); its small fields (state, claim token,
-//!   fingerprint, the instants) are apart from the stored response, so no operation ever
-//!   decodes or rewrites a body. The braces are a Redis Cluster hash tag.
-//! - **One script per operation.** Claim, complete, release and renew are each one Lua
-//!   script, atomic on the server, sent by SHA1 (`EVALSHA`) and reloaded when the server
-//!   answers `NOSCRIPT`. Each reads the time with the server's `TIME`: the clients' clocks
-//!   never decide a lease. Fencing is the core's: complete, release and renew act only for
-//!   the claim token that holds the key.
+//! - **One key per record.** The record of key `k` is one string at `<namespace>:{k}`
+//!   (see [`RedisBackend::storage_key`]), written together with its expiry by one `SET
+//!   ... PX`: a fixed header (a layout version, the state, the claim token, the
+//!   instants, the lengths), then the fingerprint, the headers and the body. The braces
+//!   are a Redis Cluster hash tag. Records of the previous layout (a hash per record, as
+//!   idemkit-redis wrote them before) are still read, completed, renewed, released,
+//!   replayed, counted and purged; a write rewrites them in the current layout. The
+//!   reverse does not hold: an older version reads a record of this layout as a corrupt
+//!   value (and would run its key again), so upgrade every process sharing a namespace
+//!   together.
+//! - **One function per operation.** Claim, complete, release and renew are each one
+//!   function of a Redis Functions library (Redis 7), atomic on the server, called with
+//!   `FCALL`. The library is loaded once per server, under the one name `idemkit`
+//!   (`FUNCTION LOAD REPLACE`: a newer version replaces the older, `FUNCTION LIST` never
+//!   grows), when a backend connects and finds another version or none, and again, then
+//!   the call resent once, when a server answers that it does not have it (restarted
+//!   without persistence, `FUNCTION FLUSH`, a new cluster node). Two versions of this
+//!   crate on one server share whichever library was loaded last. Each function reads
+//!   the time with the server's `TIME`: the clients' clocks never decide a lease.
+//!   Fencing is the core's: complete, release and renew act only for the claim token
+//!   that holds the key.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.
@@ -57,6 +69,9 @@
 //! - **Corrupt records are absent.** A value at a record's key that this version cannot
 //!   read (another type, another program's data, another format, damage) is treated as no
 //!   record and overwritten by the next claim; it is never replayed and never an error.
+//!   The server checks what it decides on (the layout, the state, the instants, the
+//!   lengths); this client checks every other field when it decodes a record, and a
+//!   record that fails there is corrupt in the same way.
 //!   Each one is logged with `tracing` and handed to
 //!   [`RedisBuilder::on_corrupt_record`]'s callback ([`CorruptRecord`]). Every field counts
 //!   alike: headers that do not decode and a status outside HTTP's 100-999 are both

@@ -31,19 +31,81 @@ use crate::runtime::Elapsed;
 const SCAN_COUNT: usize = 500;
 
 /// Deletes the record at `KEYS[1]` if it is still gone by the server's clock: a record
-/// of this format whose `ga` (gone after) has passed. Reply: 1 if deleted, else 0.
+/// of either layout (see `scripts/library.lua`) whose gone-after instant has passed.
+/// Reply: 1 if deleted, else 0.
 const DELETE_IF_GONE: &str = r"
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local f = redis.pcall('HMGET', KEYS[1], 'v', 'ga')
-if f['err'] or f[1] ~= '1' then
-  return 0
+local gone_at
+local value = redis.pcall('GETRANGE', KEYS[1], 0, 148)
+if type(value) == 'string' then
+  if #value < 149 or string.sub(value, 1, 3) ~= 'ik2' or string.find(string.sub(value, 37, 116), '%D') then
+    return 0
+  end
+  local state = string.sub(value, 4, 4)
+  if state == 'c' then
+    gone_at = tonumber(string.sub(value, 37, 52)) + tonumber(string.sub(value, 53, 68))
+      + tonumber(string.sub(value, 69, 84))
+  elseif state == 'd' then
+    gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+  else
+    return 0
+  end
+else
+  local f = redis.pcall('HMGET', KEYS[1], 'v', 'ga')
+  if f['err'] or f[1] ~= '1' or type(f[2]) ~= 'string' or #f[2] == 0 or string.find(f[2], '%D') then
+    return 0
+  end
+  gone_at = tonumber(f[2])
 end
-local gone_at = tonumber(f[2])
-if gone_at == nil or now <= gone_at then
+if now <= gone_at then
   return 0
 end
 return redis.call('DEL', KEYS[1])
+";
+
+/// The fields [`standing`] reads of each record at `KEYS`, whatever its layout: five
+/// values per key (layout, state, claimed at, lease until, gone after), `false` for each
+/// one a key does not have. Layout 2 is a string whose fixed header holds them (only its
+/// first 149 bytes are read, never the body: claimed at, and the durations the instants
+/// follow from); layout 1 a hash.
+const FIELDS_OF: &str = r"
+local out = {}
+local function none()
+  for _ = 1, 5 do out[#out + 1] = false end
+end
+for _, key in ipairs(KEYS) do
+  local value = redis.pcall('GETRANGE', key, 0, 148)
+  if type(value) == 'string' then
+    local state = string.sub(value, 4, 4)
+    if #value == 149 and string.sub(value, 1, 3) == 'ik2' and (state == 'c' or state == 'd')
+        and not string.find(string.sub(value, 37, 116), '%D') then
+      local claimed_at = tonumber(string.sub(value, 37, 52))
+      local lease_until = claimed_at + tonumber(string.sub(value, 53, 68))
+      local gone_at
+      if state == 'c' then
+        gone_at = lease_until + tonumber(string.sub(value, 69, 84))
+      else
+        gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+      end
+      out[#out + 1] = '2'
+      out[#out + 1] = state == 'c' and 'claimed' or 'completed'
+      out[#out + 1] = string.format('%d', claimed_at)
+      out[#out + 1] = string.format('%d', lease_until)
+      out[#out + 1] = string.format('%d', gone_at)
+    else
+      none()
+    end
+  else
+    local f = redis.pcall('HMGET', key, 'v', 's', 'ca', 'lu', 'ga')
+    if f['err'] then
+      none()
+    else
+      for i = 1, 5 do out[#out + 1] = f[i] end
+    end
+  end
+end
+return out
 ";
 
 /// Where one record stands, by the server's clock.
@@ -59,19 +121,23 @@ enum Standing {
     Gone,
 }
 
-/// The fields [`standing`] reads, in this order.
-const FIELDS: [&str; 5] = ["v", "s", "ca", "lu", "ga"];
-
-/// Where the record with these fields stands at server instant `now`; `None` for a hash
-/// that is not a record of this format (or a key deleted meanwhile).
+/// Where the record with these fields (layout, state, claimed at, lease until, gone
+/// after, as [`FIELDS_OF`] returns them) stands at server instant `now`; `None` for a
+/// value that is not a record of either layout (or a key deleted meanwhile).
 fn standing(fields: &[Option<String>], now: u64) -> Option<Standing> {
-    let [version, state, claimed_at, lease_until, gone_at] = fields else {
+    let [layout, state, claimed_at, lease_until, gone_at] = fields else {
         return None;
     };
-    if version.as_deref() != Some("1") {
+    if !matches!(layout.as_deref(), Some("1" | "2")) {
         return None;
     }
-    let number = |field: &Option<String>| field.as_deref()?.parse::<u64>().ok();
+    let number = |field: &Option<String>| {
+        let field = field.as_deref()?;
+        if field.is_empty() || !field.bytes().all(|byte| byte.is_ascii_digit()) {
+            return None;
+        }
+        field.parse::<u64>().ok()
+    };
     let (claimed_at, lease_until, gone_at) =
         (number(claimed_at)?, number(lease_until)?, number(gone_at)?);
     let claimed = match state.as_deref()? {
@@ -214,9 +280,7 @@ impl Inner {
             .arg("MATCH")
             .arg(&walk.pattern)
             .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .arg("TYPE")
-            .arg("hash");
+            .arg(SCAN_COUNT);
         let reply = self.operator_command(operation, &scan).await?;
         let Value::Array(mut parts) = reply else {
             return Err(bad_reply(operation, "a SCAN reply that is not an array"));
@@ -232,9 +296,13 @@ impl Inner {
 
         let mut pipeline = redis::pipe();
         pipeline.cmd("TIME");
-        for key in &keys {
-            pipeline.cmd("HMGET").arg(key).arg(&FIELDS[..]);
-            if with_sizes {
+        pipeline
+            .cmd("EVAL")
+            .arg(FIELDS_OF)
+            .arg(keys.len())
+            .arg(&keys[..]);
+        if with_sizes {
+            for key in &keys {
                 pipeline.cmd("MEMORY").arg("USAGE").arg(key);
             }
         }
@@ -245,18 +313,18 @@ impl Inner {
             .as_ref()
             .and_then(server_micros)
             .ok_or_else(|| bad_reply(operation, "a TIME reply"))?;
+        let fields: Vec<Option<String>> = match replies.next() {
+            Some(Value::Array(values)) if values.len() == 5 * keys.len() => values
+                .iter()
+                .map(|value| match value {
+                    Value::Nil | Value::Boolean(false) => None,
+                    other => text(other),
+                })
+                .collect(),
+            _ => return Err(bad_reply(operation, "the fields of a SCAN step's records")),
+        };
         let mut records = Vec::with_capacity(keys.len());
-        for key in keys {
-            let fields: Vec<Option<String>> = match replies.next() {
-                Some(Value::Array(values)) => values
-                    .iter()
-                    .map(|value| match value {
-                        Value::Nil => None,
-                        other => text(other),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+        for (key, fields) in keys.into_iter().zip(fields.chunks(5)) {
             let size = if with_sizes {
                 match replies.next() {
                     Some(Value::Int(bytes)) => u64::try_from(bytes).ok(),
@@ -265,7 +333,7 @@ impl Inner {
             } else {
                 None
             };
-            records.push((key, standing(&fields, now), size));
+            records.push((key, standing(fields, now), size));
         }
         Ok(Some(Step { now, records }))
     }
@@ -383,11 +451,20 @@ mod tests {
             Some(Standing::Completed { gone_at: 900 })
         );
         assert_eq!(standing(&done, 901), Some(Standing::Gone));
+        // Layout 2's instants read the same.
+        let claim = fields(["2", "claimed", "100", "200", "300"]);
+        assert_eq!(
+            standing(&claim, 150),
+            Some(Standing::InFlight { claimed_at: 100 })
+        );
+        assert_eq!(standing(&claim, 301), Some(Standing::Gone));
     }
 
     #[test]
     fn hashes_that_are_not_records_stand_nowhere() {
-        assert_eq!(standing(&fields(["2", "claimed", "1", "2", "3"]), 0), None);
+        assert_eq!(standing(&fields(["3", "claimed", "1", "2", "3"]), 0), None);
+        assert_eq!(standing(&fields(["2", "c", "1", "2", "3"]), 0), None);
+        assert_eq!(standing(&fields(["2", "claimed", "+1", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["1", "odd", "1", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["1", "claimed", "x", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["", "", "", "", ""]), 0), None);

@@ -1,19 +1,12 @@
 //! Stored records, as the core's [`Record`]s: server instants mapped to local ones,
 //! headers decoded.
 
-use idemkit_core::{ClaimToken, Record, Response};
+use idemkit_core::{Record, Response};
 
 use crate::headers;
-use crate::reply::Stored;
+use crate::reply::{Stored, Undecodable};
 use crate::responses::SharedResponses;
 use crate::server_clock::ServerNow;
-
-/// A completed record whose stored headers do not decode; its token names it, so a claim
-/// can replace exactly it.
-#[derive(Debug)]
-pub(crate) struct Undecodable {
-    pub(crate) token: ClaimToken,
-}
 
 /// `stored`, the record of `key` (at `storage_key`) read in a reply that carried `now`;
 /// its response shared through `responses`.
@@ -37,7 +30,8 @@ pub(crate) fn to_record(
     };
     let Ok(headers) = headers::decode(&result.headers) else {
         return Err(Undecodable {
-            token: stored.token,
+            token: stored.token.to_string().into(),
+            reason: "a stored response whose headers do not decode".to_owned(),
         });
     };
     let response = Response {

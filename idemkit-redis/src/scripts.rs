@@ -1,56 +1,50 @@
-//! The server-side scripts: claim, complete, release and renew each change a record in
-//! one atomic step, and read fetches it; each judges time by the server's `TIME`.
+//! The server side: one Redis Functions library (`scripts/library.lua`) whose functions
+//! claim, complete, release, renew and read a record, each in one atomic step judged by
+//! the server's `TIME`. The record's layouts are described at the top of the library.
 //!
-//! They are sent by SHA1 (`EVALSHA`); a server that does not know one (restarted, failed
-//! over, a new cluster node) answers `NOSCRIPT`, and the client loads it and sends it
-//! again. The record's layout is described at the top of `scripts/prelude.lua`.
+//! The library is loaded once per server (`FUNCTION LOAD REPLACE`) and called with
+//! `FCALL`, so no call rebuilds the helpers every script used to define on each run.
+//! Its name is always `idemkit`: loading another version replaces the one loaded, and
+//! `FUNCTION LIST` holds one idemkit library whatever versions were deployed. Its
+//! `idemkit_version` function returns [`VERSION`], which a backend compares with its own
+//! when it connects, loading its library only when they differ. A server that has
+//! forgotten the library (restarted without persistence, `FUNCTION FLUSH`, a new cluster
+//! node) answers "Function not found"; the backend then loads it and sends the call
+//! again, once (see `Commands::run`).
+//!
+//! Two backends of different versions on one server share whichever library was loaded
+//! last, so a new version keeps the functions' names, arguments and replies compatible
+//! with the one before, or renames the functions it changes.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+/// The library's source as written, with [`PLACEHOLDER`] where its version goes.
+const TEMPLATE: &str = include_str!("scripts/library.lua");
 
-/// One Lua source per operation, each after the shared prelude.
-macro_rules! script {
-    ($file:literal) => {
-        concat!(include_str!("scripts/prelude.lua"), include_str!($file))
-    };
-}
+/// Where the version goes in [`TEMPLATE`].
+const PLACEHOLDER: &str = "__IDEMKIT_LIBRARY_VERSION__";
 
-pub(crate) const CLAIM: &str = script!("scripts/claim.lua");
-pub(crate) const COMPLETE: &str = script!("scripts/complete.lua");
-pub(crate) const RELEASE: &str = script!("scripts/release.lua");
-pub(crate) const RENEW: &str = script!("scripts/renew.lua");
-pub(crate) const READ: &str = script!("scripts/read.lua");
+/// The library's version: the SHA1 of its source, so any change to the code is a new
+/// version without anyone having to remember to bump a number.
+pub(crate) static VERSION: LazyLock<String> =
+    LazyLock::new(|| redis::Script::new(TEMPLATE).get_hash().to_owned());
 
-/// The five scripts, hashed once per process.
-pub(crate) struct Scripts {
-    pub(crate) claim: Script,
-    pub(crate) complete: Script,
-    pub(crate) release: Script,
-    pub(crate) renew: Script,
-    pub(crate) read: Script,
-}
+/// The library as loaded, its version filled in.
+pub(crate) static LIBRARY: LazyLock<String> =
+    LazyLock::new(|| TEMPLATE.replace(PLACEHOLDER, &VERSION));
 
-impl Scripts {
-    /// Every script.
-    pub(crate) fn all(&self) -> [&Script; 5] {
-        [
-            &self.claim,
-            &self.complete,
-            &self.release,
-            &self.renew,
-            &self.read,
-        ]
-    }
-}
+/// The library's name, stable across versions (the `#!lua name=` line of its source).
+#[cfg(test)]
+pub(crate) const LIBRARY_NAME: &str = "idemkit";
 
-pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    claim: Script::new(CLAIM),
-    complete: Script::new(COMPLETE),
-    release: Script::new(RELEASE),
-    renew: Script::new(RENEW),
-    read: Script::new(READ),
-});
+/// The functions the backend calls.
+pub(crate) const CLAIM: &str = "idemkit_claim";
+pub(crate) const COMPLETE: &str = "idemkit_complete";
+pub(crate) const RELEASE: &str = "idemkit_release";
+pub(crate) const RENEW: &str = "idemkit_renew";
+pub(crate) const READ: &str = "idemkit_read";
+/// Returns the loaded library's [`VERSION`].
+pub(crate) const VERSION_FUNCTION: &str = "idemkit_version";
 
 #[cfg(test)]
 mod tests;

@@ -164,6 +164,88 @@ async fn restarted_between_operations() {
     }
 }
 
+/// The names of the function libraries on `server`, from `FUNCTION LIST` through
+/// redis-cli (each library's name is the line after `library_name`).
+fn libraries(server: &RedisServer) -> Vec<String> {
+    let listing = server.cli(&["FUNCTION", "LIST"]).unwrap();
+    let lines: Vec<&str> = listing.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[0] == "library_name")
+        .map(|pair| pair[1].to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_forgot_the_functions_gets_them_again_within_the_same_call() {
+    let Some(server) = server() else { return };
+    let backend = builder(&server.url(), "flushed").build().await.unwrap();
+    assert_eq!(libraries(&server), ["idemkit"]);
+    for round in 0..2 {
+        server.cli(&["FUNCTION", "FLUSH"]).unwrap();
+        assert!(libraries(&server).is_empty());
+        // Every operation's first call after the flush works: the backend loads the
+        // library and sends the call again, within the one operation.
+        let key = format!("after-flush-{round}");
+        let Claim::New(token) = Backend::claim(&backend, &key, "fp", 1, LEASE)
+            .await
+            .unwrap()
+        else {
+            panic!("not new");
+        };
+        server.cli(&["FUNCTION", "FLUSH"]).unwrap();
+        let response = Arc::new(Response::new(200, "stored"));
+        assert!(
+            Backend::complete(&backend, &key, &token, response, LEASE)
+                .await
+                .unwrap()
+        );
+        server.cli(&["FUNCTION", "FLUSH"]).unwrap();
+        assert!(Backend::get(&backend, &key).await.unwrap().is_some());
+        assert_eq!(libraries(&server), ["idemkit"]);
+    }
+    // After a restart (no persistence: the functions are gone) the same holds.
+    server.restart().unwrap();
+    until_working(&backend).await;
+    works_end_to_end(&backend).await;
+    assert_eq!(libraries(&server), ["idemkit"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_replaces_another_version_of_the_library_and_never_adds_one() {
+    let Some(server) = server() else { return };
+    // What another release of idemkit-redis would have loaded: the same library name, a
+    // version function that answers something else.
+    let other = "#!lua name=idemkit\n\
+        redis.register_function{function_name = 'idemkit_version', \
+        callback = function() return 'another-version' end, flags = {'no-writes'}}";
+    server.cli(&["FUNCTION", "LOAD", other]).unwrap();
+    let backend = builder(&server.url(), "versions").build().await.unwrap();
+    assert_eq!(libraries(&server), ["idemkit"]);
+    let version = server.cli(&["FCALL", "idemkit_version", "0"]).unwrap();
+    assert_ne!(version.trim(), "another-version");
+    works_end_to_end(&backend).await;
+    // A second backend of this version finds it loaded (its version function says so)
+    // and loads nothing.
+    let loads = || {
+        let stats = server.cli(&["INFO", "commandstats"]).unwrap();
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_function|load:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse::<u64>().unwrap())
+    };
+    let before = loads();
+    let again = builder(&server.url(), "versions").build().await.unwrap();
+    until_working(&again).await;
+    assert_eq!(loads(), before, "the library was loaded again");
+    assert_eq!(libraries(&server), ["idemkit"]);
+    assert_eq!(
+        server.cli(&["FCALL", "idemkit_version", "0"]).unwrap(),
+        version
+    );
+}
+
 /// Runs `pause` (which blocks the server for about three seconds) on a thread, and while
 /// it lasts, claims fresh keys again and again: each claim is a timeout error or a
 /// correct claim, and at least one meets the pause. Afterwards the backend works, and a

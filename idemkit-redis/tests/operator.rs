@@ -52,6 +52,24 @@ fn write_gone_record(connection: &mut redis::Connection, storage_key: &str) {
         .unwrap();
 }
 
+/// The same in layout 2, the one string this version writes (see the crate's
+/// `scripts/library.lua`), its TTL removed.
+fn write_gone_record_layout_2(connection: &mut redis::Connection, storage_key: &str) {
+    let now = server_micros(connection);
+    let hour = 3_600_000_000u64;
+    // Claimed two hours ago for an hour, completed then for an hour.
+    let value = format!(
+        "ik2d0123456789abcdef0123456789abcdef{:016}{hour:016}{:016}{:016}{hour:016}200{:010}{:010}{:010}fpold",
+        now - 2 * hour,
+        0,
+        now - 2 * hour,
+        1,
+        2,
+        0
+    );
+    let () = connection.set(storage_key, value).unwrap();
+}
+
 fn claimed(claim: Claim) -> idemkit_core::ClaimToken {
     match claim {
         Claim::New(token) | Claim::Reclaimed(token) => token,
@@ -101,6 +119,7 @@ async fn stats_count_each_state_of_the_namespace_only() {
             .unwrap()
     );
     write_gone_record(&mut raw, &backend.storage_key("stale"));
+    write_gone_record_layout_2(&mut raw, &backend.storage_key("stale-2"));
     // Not records: another namespace's claim, and a string at a record's key.
     claimed(neighbour.claim("running", "fp", 1, LEASE).await.unwrap());
     let () = raw.set(backend.storage_key("garbage"), "text").unwrap();
@@ -110,7 +129,7 @@ async fn stats_count_each_state_of_the_namespace_only() {
     assert_eq!(stats.in_flight, 1, "{stats:?}");
     assert_eq!(stats.lapsed, 1, "{stats:?}");
     assert_eq!(stats.completed, 1, "{stats:?}");
-    assert_eq!(stats.purgeable, 1, "{stats:?}");
+    assert_eq!(stats.purgeable, 2, "one of each layout: {stats:?}");
     let oldest = stats.oldest_claim.expect("a claim in flight has an age");
     assert!(
         oldest >= Duration::from_millis(250)
@@ -133,7 +152,12 @@ async fn purge_deletes_gone_records_in_batches_and_nothing_else() {
     let backend = builder(&server.url(), "purge").build().await.unwrap();
     let mut raw = connection(server);
     for index in 0..5 {
-        write_gone_record(&mut raw, &backend.storage_key(&format!("stale-{index}")));
+        let storage_key = backend.storage_key(&format!("stale-{index}"));
+        if index % 2 == 0 {
+            write_gone_record(&mut raw, &storage_key);
+        } else {
+            write_gone_record_layout_2(&mut raw, &storage_key);
+        }
     }
     claimed(backend.claim("running", "fp", 1, LEASE).await.unwrap());
     let () = raw.set(backend.storage_key("garbage"), "text").unwrap();

@@ -25,6 +25,67 @@ fn connection(server: &RedisServer) -> redis::Connection {
         .unwrap()
 }
 
+/// The value of a record of layout 2 (see the crate's `scripts/library.lua`): its fixed
+/// header, then the fingerprint, the headers and the body.
+const HEADER: usize = 149;
+
+/// Rewrites the stored headers of the completed record at `storage_key` (layout 2) to
+/// `headers`, keeping its TTL.
+fn rewrite_headers(raw: &mut redis::Connection, storage_key: &str, headers: &[u8]) {
+    let value: Vec<u8> = raw.get(storage_key).unwrap();
+    let length = |at: usize| -> usize {
+        std::str::from_utf8(&value[at..at + 10])
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (fingerprint, old_headers) = (length(129), length(139));
+    let mut new = value[..139].to_vec();
+    new.extend_from_slice(format!("{:010}", headers.len()).as_bytes());
+    new.extend_from_slice(&value[HEADER..HEADER + fingerprint]);
+    new.extend_from_slice(headers);
+    new.extend_from_slice(&value[HEADER + fingerprint + old_headers..]);
+    let () = redis::cmd("SET")
+        .arg(storage_key)
+        .arg(new)
+        .arg("KEEPTTL")
+        .query(raw)
+        .unwrap();
+}
+
+/// Writes a record of layout 1 (a hash, as the previous versions' scripts wrote it) at
+/// `storage_key`: claimed by `token` for the next 60 s, or completed with `result`
+/// (status, headers encoded as the crate encodes them, body), live for an hour.
+fn plant_layout_1(
+    raw: &mut redis::Connection,
+    storage_key: &str,
+    token: &str,
+    result: Option<(&str, &[u8], &str)>,
+) {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(raw).unwrap();
+    let now = seconds * 1_000_000 + micros;
+    let mut hset = redis::cmd("HSET");
+    hset.arg(storage_key)
+        .arg(&["v", "1", "t", token, "f", "fp", "fv", "1"])
+        .arg("ca")
+        .arg(now)
+        .arg("lu")
+        .arg(now + 60_000_000)
+        .arg("ga")
+        .arg(now + 3_600_000_000u64);
+    match result {
+        None => hset.arg(&["s", "claimed"]),
+        Some((status, headers, body)) => hset
+            .arg(&["s", "completed", "st", status, "b", body])
+            .arg("cd")
+            .arg(now)
+            .arg("h")
+            .arg(headers),
+    };
+    let _: i64 = hset.query(raw).unwrap();
+    let _: bool = raw.pexpire(storage_key, 3_600_000).unwrap();
+}
+
 /// A backend whose corrupt-record reports are collected.
 async fn reporting(
     server: &RedisServer,
@@ -115,13 +176,11 @@ async fn a_result_whose_headers_do_not_decode_is_run_again_not_replayed() {
             .await
             .unwrap()
     );
-    let () = connection(server)
-        .hset(
-            backend.storage_key("k"),
-            "h",
-            "\u{0}\u{0}\u{0}\u{9}truncated",
-        )
-        .unwrap();
+    rewrite_headers(
+        &mut connection(server),
+        &backend.storage_key("k"),
+        b"\0\0\0\x09truncated",
+    );
 
     assert!(Backend::get(&backend, "k").await.unwrap().is_none());
     match Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() {
@@ -139,8 +198,13 @@ async fn a_result_whose_status_is_out_of_range_is_corrupt_like_one_whose_headers
     let Some(server) = redis_harness::shared() else {
         return;
     };
-    for (round, status) in ["1000", "99", "0", "65535", "70000", "-1", "2x0"]
+    // Layout 1 stores the status as a field of its own, layout 2 in three digits.
+    let layout_1 = ["1000", "99", "0", "65535", "70000", "-1", "2x0"];
+    let layout_2 = ["099", "000", "-01", "2x0", " 20"];
+    for (round, (layout, status)) in layout_1
         .into_iter()
+        .map(|status| (1, status))
+        .chain(layout_2.into_iter().map(|status| (2, status)))
         .enumerate()
     {
         let (backend, seen) = reporting(server, "bad-status").await;
@@ -154,9 +218,15 @@ async fn a_result_whose_status_is_out_of_range_is_corrupt_like_one_whose_headers
             .await
             .unwrap();
         assert_eq!(ran.decision, Decision::New);
-        let () = connection(server)
-            .hset(backend.storage_key(key.as_str()), "st", status)
-            .unwrap();
+        let storage_key = backend.storage_key(key.as_str());
+        let mut raw = connection(server);
+        if layout == 1 {
+            let token = "0123456789abcdef0123456789abcdef";
+            let () = raw.del(&storage_key).unwrap();
+            plant_layout_1(&mut raw, &storage_key, token, Some((status, b"", "first")));
+        } else {
+            let _: i64 = raw.setrange(&storage_key, 116, status).unwrap();
+        }
 
         assert!(
             Backend::get(&backend, key.as_str())
@@ -593,10 +663,117 @@ async fn writes_can_wait_for_replicas() {
             .unwrap()
     );
     let copy: Vec<u8> = connection(&replica)
-        .hget(replicated.storage_key("k"), "b")
+        .get(replicated.storage_key("k"))
         .unwrap();
-    assert_eq!(
-        copy, b"replicated",
+    assert!(
+        copy.ends_with(b"replicated"),
         "the replica has the result once complete returns"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_the_previous_layout_are_read_completed_and_replayed() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let (backend, seen) = reporting(server, "layout-1").await;
+    let mut raw = connection(server);
+    let token_text = "0123456789abcdef0123456789abcdef";
+    let token: idemkit_core::ClaimToken = token_text.parse().unwrap();
+
+    // A claim in flight that a process of the previous version made: seen as in flight,
+    // and its owner (that token) completes it.
+    plant_layout_1(&mut raw, &backend.storage_key("claimed"), token_text, None);
+    let Some(record) = Backend::get(&backend, "claimed").await.unwrap() else {
+        panic!("a layout 1 claim was not read");
+    };
+    assert_eq!(record.claim_token(), &token);
+    assert_eq!(
+        (record.fingerprint(), record.fingerprint_version()),
+        ("fp", 1)
+    );
+    assert!(matches!(
+        Backend::claim(&backend, "claimed", "fp", 1, LEASE)
+            .await
+            .unwrap(),
+        Claim::InFlight(_)
+    ));
+    let response = Arc::new(Response::new(201, "done").with_header("x-a", "1"));
+    assert!(
+        Backend::complete(&backend, "claimed", &token, response, LEASE)
+            .await
+            .unwrap()
+    );
+    let Claim::Completed(record) = Backend::claim(&backend, "claimed", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("not replayed");
+    };
+    let response = record.response().unwrap();
+    assert_eq!(
+        (response.status, response.body.as_ref()),
+        (201, &b"done"[..])
+    );
+
+    // A completed record of the previous version is replayed as it was stored.
+    let headers = b"\0\0\0\x05x-old\0\0\0\x01v";
+    plant_layout_1(
+        &mut raw,
+        &backend.storage_key("completed"),
+        token_text,
+        Some(("202", headers, "old body")),
+    );
+    let Claim::Completed(record) = Backend::claim(&backend, "completed", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("a layout 1 result was not replayed");
+    };
+    let response = record.response().unwrap();
+    assert_eq!(response.status, 202);
+    assert_eq!(response.body.as_ref(), b"old body");
+    assert_eq!(response.headers.len(), 1);
+    assert_eq!(response.headers[0].0.as_str(), "x-old");
+    assert_eq!(response.headers[0].1.as_ref(), b"v");
+    assert!(Backend::get(&backend, "completed").await.unwrap().is_some());
+    assert!(seen.lock().unwrap().is_empty(), "nothing was corrupt");
+}
+
+/// Fields the server leaves to the client (it trusts the layout and checks only what it
+/// decides on): a record whose token, numbers or fingerprint do not decode is absent to a
+/// read and replaced by the next claim, reported both times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_only_the_client_finds_corrupt_are_absent_and_replaced() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    for (what, at, with) in [
+        ("a token that is not hex", 4, &b"XYZ"[..]),
+        ("a fingerprint version that is not digits", 120, &b"x"[..]),
+        ("a fingerprint that is not UTF-8", HEADER, &b"\xff"[..]),
+    ] {
+        let (backend, seen) = reporting(server, "client-corrupt").await;
+        let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+            panic!("{what}: not new");
+        };
+        let _: i64 = connection(server)
+            .setrange(backend.storage_key("k"), at as isize, with)
+            .unwrap();
+        assert!(
+            Backend::get(&backend, "k").await.unwrap().is_none(),
+            "{what}: absent to a read"
+        );
+        let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+            panic!("{what}: the claim did not replace it");
+        };
+        assert!(
+            Backend::get(&backend, "k").await.unwrap().is_some(),
+            "{what}"
+        );
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{what}: {seen:?}");
+        assert!(!seen[0].overwritten && seen[1].overwritten, "{what}");
+        assert_eq!(seen[0].reason, seen[1].reason, "{what}");
+    }
 }

@@ -1,23 +1,36 @@
-//! The scripts on a real server, command by command: what each writes, when it refuses,
-//! that everything written expires, that waiters are told, and that values which are not
-//! records are treated as absent.
+//! The library on a real server, function by function: what each writes, when it
+//! refuses, that everything written expires, that waiters are told, that values which
+//! are not records are treated as absent, and that records of the previous layout (hashes)
+//! are read, completed, renewed and released.
 
 use std::thread::sleep;
 use std::time::Duration;
 
+use bytes::Bytes;
 use redis::{Commands, Connection, Value};
 
-use super::SCRIPTS;
+use crate::commands::function_missing;
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 const OTHER: &str = "ffffffffffffffffffffffffffffffff";
 const LEASE_US: &str = "30000000";
 const GRACE_US: &str = "60000000";
 
+fn load_library(con: &mut Connection) {
+    let _: Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(super::LIBRARY.as_str())
+        .query(con)
+        .unwrap();
+}
+
 fn connect() -> Option<Connection> {
     let server = redis_harness::shared()?;
     let client = redis::Client::open(server.url()).unwrap();
-    Some(client.get_connection().unwrap())
+    let mut con = client.get_connection().unwrap();
+    load_library(&mut con);
+    Some(con)
 }
 
 fn text(value: &Value) -> String {
@@ -34,6 +47,58 @@ fn reply(value: Value) -> Vec<String> {
         Value::Array(items) => items.iter().map(text).collect(),
         other => panic!("not an array: {other:?}"),
     }
+}
+
+/// `FCALL function 1 key args...`; a library another test flushed is loaded again first.
+/// An integer reply is spelled out as the array it stands for: a claim's ["new", now,
+/// ""], a write's [done, now].
+fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec<String> {
+    let mut call = redis::cmd("FCALL");
+    call.arg(function).arg(1).arg(key);
+    for arg in args {
+        call.arg(*arg);
+    }
+    let value = match call.query::<Value>(con) {
+        Err(error) if function_missing(&error) => {
+            load_library(con);
+            call.query(con).unwrap()
+        }
+        result => result.unwrap(),
+    };
+    match value {
+        Value::Int(now) if function == super::CLAIM => {
+            vec!["new".to_owned(), now.to_string(), String::new()]
+        }
+        Value::Int(now) => vec![
+            if now > 0 { "1" } else { "0" }.to_owned(),
+            now.unsigned_abs().to_string(),
+        ],
+        other => reply(other),
+    }
+}
+
+/// What a claim writes after its time, as the backend sends it: lease, grace, no result,
+/// fingerprint version 7 and length, no headers, the fingerprint `fp`.
+fn claim_rest(lease_us: &str, grace_us: &str) -> String {
+    format!(
+        "{}{}{:035}{:010}{:010}{:010}fp",
+        digits16(lease_us),
+        digits16(grace_us),
+        0,
+        7,
+        2,
+        0
+    )
+}
+
+/// A duration in microseconds as a record stores it.
+fn digits16(micros: &str) -> String {
+    format!("{:016}", micros.parse::<u64>().unwrap())
+}
+
+/// The key's time to live for a record gone in `micros` from now, as the backend sends it.
+fn key_ttl(micros: u64) -> String {
+    (micros.div_ceil(1000) + 1).to_string()
 }
 
 fn claim(
@@ -54,18 +119,16 @@ fn claim_replacing(
     grace_us: &str,
     replacing: &str,
 ) -> Vec<String> {
-    let value: Value = SCRIPTS
-        .claim
-        .key(key)
-        .arg(token)
-        .arg("fp")
-        .arg(7)
-        .arg(lease_us)
-        .arg(grace_us)
-        .arg(replacing)
-        .invoke(con)
-        .unwrap();
-    reply(value)
+    let rest = claim_rest(lease_us, grace_us);
+    let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
+    let args: [&[u8]; 5] = [
+        token.as_bytes(),
+        rest.as_bytes(),
+        ttl.as_bytes(),
+        replacing.as_bytes(),
+        b"the client could not decode it",
+    ];
+    fcall(con, super::CLAIM, key, &args)
 }
 
 fn complete(
@@ -76,42 +139,70 @@ fn complete(
     body: &[u8],
 ) -> Vec<String> {
     let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
-    let value: Value = SCRIPTS
-        .complete
-        .key(key)
-        .arg(token)
-        .arg(ttl_us)
-        .arg(201)
-        .arg(headers)
-        .arg(body)
-        .invoke(con)
-        .unwrap();
-    reply(value)
+    let headers_len = format!("{:010}", headers.len());
+    let ttl_and_status = format!("{}201", digits16(ttl_us));
+    let key_ttl = key_ttl(ttl_us.parse().unwrap());
+    let mut headers_and_body = headers;
+    headers_and_body.extend_from_slice(body);
+    let args: [&[u8]; 5] = [
+        token.as_bytes(),
+        ttl_and_status.as_bytes(),
+        headers_len.as_bytes(),
+        &headers_and_body,
+        key_ttl.as_bytes(),
+    ];
+    fcall(con, super::COMPLETE, key, &args)
 }
 
 fn release(con: &mut Connection, key: &str, token: &str) -> Vec<String> {
-    reply(SCRIPTS.release.key(key).arg(token).invoke(con).unwrap())
+    fcall(con, super::RELEASE, key, &[token.as_bytes()])
 }
 
 fn renew(con: &mut Connection, key: &str, token: &str, lease_us: &str) -> Vec<String> {
-    reply(
-        SCRIPTS
-            .renew
-            .key(key)
-            .arg(token)
-            .arg(lease_us)
-            .arg(GRACE_US)
-            .invoke(con)
-            .unwrap(),
-    )
+    let grace = digits16(GRACE_US);
+    let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + GRACE_US.parse::<u64>().unwrap());
+    let args: [&[u8]; 4] = [
+        token.as_bytes(),
+        lease_us.as_bytes(),
+        grace.as_bytes(),
+        ttl.as_bytes(),
+    ];
+    fcall(con, super::RENEW, key, &args)
 }
 
 fn read(con: &mut Connection, key: &str) -> Vec<String> {
-    reply(SCRIPTS.read.key(key).invoke(con).unwrap())
+    fcall(con, super::READ, key, &[])
 }
 
+/// A field of the record at `key`, by its layout 1 name, whichever layout it is in: a
+/// layout 2 string is decoded (`v` is then "2"), a layout 1 hash read field by field.
 fn field(con: &mut Connection, key: &str, name: &str) -> Option<String> {
-    con.hget(key, name).unwrap()
+    let value: Vec<u8> = match con.get::<_, Option<Vec<u8>>>(key) {
+        Ok(Some(value)) => value,
+        Ok(None) => return None,
+        Err(_) => return con.hget(key, name).unwrap(),
+    };
+    let completed = value.get(3) == Some(&b'd');
+    let stored = crate::reply::decode(Bytes::from(value), completed)
+        .expect("a record of layout 2")
+        .expect("decodable");
+    let result = stored.result.as_ref();
+    let utf8 = |bytes: &Bytes| String::from_utf8_lossy(bytes).into_owned();
+    match name {
+        "v" => Some("2".to_owned()),
+        "s" => Some(if completed { "completed" } else { "claimed" }.to_owned()),
+        "t" => Some(stored.token.to_string()),
+        "f" => Some(stored.fingerprint.clone()),
+        "fv" => Some(stored.fingerprint_version.to_string()),
+        "ca" => Some(stored.claimed_at.to_string()),
+        "lu" => Some(stored.lease_until.to_string()),
+        "ga" => Some(stored.gone_at.to_string()),
+        "cd" => result.map(|result| result.completed_at.to_string()),
+        "st" => result.map(|result| result.status.to_string()),
+        "h" => result.map(|result| utf8(&result.headers)),
+        "b" => result.map(|result| utf8(&result.body)),
+        other => panic!("no field {other}"),
+    }
 }
 
 fn number(con: &mut Connection, key: &str, name: &str) -> u64 {
@@ -122,15 +213,62 @@ fn pttl(con: &mut Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(con).unwrap()
 }
 
+/// The record a client reads from a reply's value (`reply[3]`).
+fn decoded(reply: &[String]) -> crate::reply::Stored {
+    let completed = reply[0] == "completed";
+    crate::reply::decode(Bytes::from(reply[3].clone()), completed)
+        .unwrap()
+        .unwrap()
+}
+
+/// Writes a layout 1 record (a hash, as the previous scripts wrote it) at `key`, with a
+/// TTL: claimed by `token` at the server's `now` for 30 s, or completed with `body`.
+fn plant_layout_1(con: &mut Connection, key: &str, token: &str, body: Option<&str>) -> u64 {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(con).unwrap();
+    let now = seconds * 1_000_000 + micros;
+    let mut fields = vec![
+        ("v", "1".to_owned()),
+        ("s", "claimed".to_owned()),
+        ("t", token.to_owned()),
+        ("f", "old-fp".to_owned()),
+        ("fv", "2".to_owned()),
+        ("ca", now.to_string()),
+        ("lu", (now + 30_000_000).to_string()),
+        ("ga", (now + 90_000_000).to_string()),
+    ];
+    if let Some(body) = body {
+        let headers = crate::headers::encode([("x-old", &b"1"[..])]);
+        fields[1].1 = "completed".to_owned();
+        fields.push(("cd", now.to_string()));
+        fields.push(("st", "202".to_owned()));
+        fields.push(("h", String::from_utf8(headers.to_vec()).unwrap()));
+        fields.push(("b", body.to_owned()));
+    }
+    let () = con.hset_multiple(key, &fields).unwrap();
+    let _: bool = con.pexpire(key, 90_000).unwrap();
+    now
+}
+
 #[test]
 fn a_claim_writes_a_fenced_lease_that_expires_after_its_grace() {
     let Some(mut con) = connect() else { return };
     let key = "scripts:{claim-new}";
+    // A free key's claim answers with the server's time alone, an integer.
+    let free: Value = redis::cmd("FCALL")
+        .arg(super::CLAIM)
+        .arg(1)
+        .arg("scripts:{claim-free}")
+        .arg(TOKEN)
+        .arg(claim_rest(LEASE_US, GRACE_US))
+        .arg(&["90001", "", ""])
+        .query(&mut con)
+        .unwrap();
+    assert!(matches!(free, Value::Int(now) if now > 0), "{free:?}");
     let first = claim(&mut con, key, TOKEN, LEASE_US, GRACE_US);
     assert_eq!(first[0], "new");
     assert_eq!(first[2], "", "nothing was replaced");
     let now: u64 = first[1].parse().unwrap();
-    assert_eq!(field(&mut con, key, "v").as_deref(), Some("1"));
+    assert_eq!(field(&mut con, key, "v").as_deref(), Some("2"));
     assert_eq!(field(&mut con, key, "s").as_deref(), Some("claimed"));
     assert_eq!(field(&mut con, key, "t").as_deref(), Some(TOKEN));
     assert_eq!(field(&mut con, key, "f").as_deref(), Some("fp"));
@@ -146,16 +284,15 @@ fn a_claim_writes_a_fenced_lease_that_expires_after_its_grace() {
 
     let second = claim(&mut con, key, OTHER, LEASE_US, GRACE_US);
     assert_eq!(second[0], "in_flight");
+    let record = decoded(&second);
+    assert_eq!(record.token.to_string(), TOKEN);
     assert_eq!(
-        second[3..],
-        [
-            TOKEN,
-            "fp",
-            "7",
-            &now.to_string(),
-            &(now + 30_000_000).to_string(),
-            &(now + 90_000_000).to_string()
-        ]
+        (record.fingerprint.as_str(), record.fingerprint_version),
+        ("fp", 7)
+    );
+    assert_eq!(
+        (record.claimed_at, record.lease_until, record.gone_at),
+        (now, now + 30_000_000, now + 90_000_000)
     );
     assert_eq!(
         field(&mut con, key, "t").as_deref(),
@@ -201,15 +338,20 @@ fn complete_release_and_renew_are_fenced_by_the_token() {
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"other")[0], "0");
     assert_eq!(renew(&mut con, key, TOKEN, LEASE_US)[0], "0");
     assert_eq!(release(&mut con, key, TOKEN)[0], "0");
-    let body: Vec<u8> = con.hget(key, "b").unwrap();
-    assert_eq!(body, b"the body");
+    assert_eq!(field(&mut con, key, "b").as_deref(), Some("the body"));
 
     let replay = claim(&mut con, key, OTHER, LEASE_US, GRACE_US);
     assert_eq!(replay[0], "completed");
-    assert_eq!(replay[3], TOKEN);
-    assert_eq!(replay[9], completed_at.to_string());
-    assert_eq!(replay[10], "201");
-    assert_eq!(replay[12], "the body");
+    let record = decoded(&replay);
+    assert_eq!(record.token.to_string(), TOKEN);
+    assert_eq!((record.fingerprint.as_str(), record.fingerprint_version), ("fp", 7));
+    let result = record.result.unwrap();
+    assert_eq!((result.completed_at, result.status), (completed_at, 201));
+    assert_eq!(
+        crate::headers::decode(&result.headers).unwrap(),
+        [("content-type".to_owned(), Bytes::from_static(b"text/plain"))]
+    );
+    assert_eq!(result.body, "the body");
     let seen = read(&mut con, key);
     assert_eq!(seen[0], "completed");
     assert_eq!(seen[2..], replay[2..], "read returns what a replay does");
@@ -293,7 +435,32 @@ fn an_expired_result_is_gone() {
 fn values_that_are_not_records_are_absent_and_overwritten_by_a_claim() {
     let Some(mut con) = connect() else { return };
     type Plant = fn(&mut Connection, &str);
-    let plants: [(&str, Plant); 7] = [
+    /// A layout 2 claimed record with its bytes from `at` replaced by `with`.
+    fn damaged(con: &mut Connection, key: &str, at: usize, with: &str) {
+        let (seconds, _): (u64, u64) = redis::cmd("TIME").query(con).unwrap();
+        let far = (seconds + 3600) * 1_000_000;
+        let mut value =
+            crate::reply::tests::value(TOKEN, "fp", (far, far, far), None).into_bytes();
+        value.splice(at..at + with.len(), with.bytes());
+        let () = con.set(key, value).unwrap();
+    }
+    let plants: [(&str, Plant); 13] = [
+        ("another layout's string", |con, key| damaged(con, key, 0, "ik3")),
+        ("an unknown state", |con, key| damaged(con, key, 3, "x")),
+        ("a layout 2 instant that is not digits", |con, key| {
+            damaged(con, key, 60, "-")
+        }),
+        ("a layout 2 instant beyond 2^53", |con, key| {
+            damaged(con, key, 68, "9999999999999999")
+        }),
+        ("a fingerprint longer than the value", |con, key| {
+            damaged(con, key, 129, "0000000009")
+        }),
+        ("a completed record shorter than its fields", |con, key| {
+            damaged(con, key, 3, "d");
+            let _: i64 = con.setrange(key, 116, "200").unwrap();
+            let _: i64 = con.setrange(key, 139, "0000000099").unwrap();
+        }),
         ("a plain string", |con, key| {
             let () = con.set(key, "garbage").unwrap();
         }),
@@ -379,12 +546,11 @@ fn values_that_are_not_records_are_absent_and_overwritten_by_a_claim() {
 }
 
 #[test]
-fn a_completed_record_the_client_cannot_decode_is_replaced_only_if_unchanged() {
+fn a_record_the_client_cannot_decode_is_replaced_only_if_unchanged() {
     let Some(mut con) = connect() else { return };
     let key = "scripts:{undecodable}";
     claim(&mut con, key, TOKEN, LEASE_US, GRACE_US);
     complete(&mut con, key, TOKEN, "3600000000", b"body");
-    let () = con.hset(key, "h", "not headers").unwrap();
     // Naming another token changes nothing: the record is replayed as it is.
     assert_eq!(
         claim_replacing(&mut con, key, OTHER, LEASE_US, GRACE_US, OTHER)[0],
@@ -392,9 +558,16 @@ fn a_completed_record_the_client_cannot_decode_is_replaced_only_if_unchanged() {
     );
     let replaced = claim_replacing(&mut con, key, OTHER, LEASE_US, GRACE_US, TOKEN);
     assert_eq!(replaced[0], "new");
-    assert_ne!(replaced[2], "");
+    assert_eq!(
+        replaced[2], "the client could not decode it",
+        "the client's reason comes back"
+    );
     assert_eq!(field(&mut con, key, "t").as_deref(), Some(OTHER));
     assert_eq!(field(&mut con, key, "b"), None);
+    // A claim in flight that the client cannot read is replaced the same way.
+    let taken = claim_replacing(&mut con, key, TOKEN, LEASE_US, GRACE_US, OTHER);
+    assert_eq!(taken[0], "new");
+    assert_eq!(field(&mut con, key, "t").as_deref(), Some(TOKEN));
 }
 
 #[test]
@@ -467,23 +640,153 @@ fn complete_release_and_reclaim_wake_the_keys_channel() {
 }
 
 #[test]
-fn a_flushed_script_cache_is_reloaded() {
+fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
     let Some(mut con) = connect() else { return };
-    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
-    assert_eq!(read(&mut con, "scripts:{after-flush}")[0], "absent");
+    // A claim in flight, written by the previous scripts.
+    let key = "scripts:{layout-1-claimed}";
+    let claimed_at = plant_layout_1(&mut con, key, TOKEN, None);
+    let seen = read(&mut con, key);
+    assert_eq!((seen[0].as_str(), seen[2].as_str()), ("claimed", ""));
+    let record = decoded(&seen);
+    assert_eq!(record.token.to_string(), TOKEN);
+    assert_eq!(
+        (record.fingerprint.as_str(), record.fingerprint_version),
+        ("old-fp", 2)
+    );
+    assert_eq!(
+        (record.claimed_at, record.lease_until, record.gone_at),
+        (claimed_at, claimed_at + 30_000_000, claimed_at + 90_000_000)
+    );
+    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "in_flight");
+    assert_eq!(complete(&mut con, key, OTHER, "1000000", b"x")[0], "0", "fenced");
+    assert_eq!(field(&mut con, key, "v").as_deref(), Some("1"), "untouched");
+    // Its owner completes it: the record is now one string of layout 2, with its TTL.
+    let done = complete(&mut con, key, TOKEN, "3600000000", b"finished");
+    assert_eq!(done[0], "1");
+    let kind: String = redis::cmd("TYPE").arg(key).query(&mut con).unwrap();
+    assert_eq!(kind, "string");
+    assert_eq!(field(&mut con, key, "v").as_deref(), Some("2"));
+    assert_eq!(field(&mut con, key, "f").as_deref(), Some("old-fp"));
+    assert_eq!(number(&mut con, key, "ca"), claimed_at);
+    assert_eq!(field(&mut con, key, "b").as_deref(), Some("finished"));
+    assert!(pttl(&mut con, key) > 3_500_000);
+    let replay = claim(&mut con, key, OTHER, LEASE_US, GRACE_US);
+    assert_eq!(replay[0], "completed");
+    assert_eq!(decoded(&replay).result.unwrap().body, "finished");
+
+    // A completed record of layout 1 is replayed with its headers and body.
+    let key = "scripts:{layout-1-completed}";
+    plant_layout_1(&mut con, key, TOKEN, Some("old body"));
+    let replay = claim(&mut con, key, OTHER, LEASE_US, GRACE_US);
+    assert_eq!(replay[0], "completed");
+    let result = decoded(&replay).result.unwrap();
+    assert_eq!(result.status, 202);
+    assert_eq!(
+        crate::headers::decode(&result.headers).unwrap(),
+        [("x-old".to_owned(), Bytes::from_static(b"1"))]
+    );
+    assert_eq!(result.body, "old body");
+    assert_eq!(read(&mut con, key)[3], replay[3], "read returns what a replay does");
+
+    // Renewed, it moves to layout 2 too; released, it is gone.
+    let key = "scripts:{layout-1-renewed}";
+    plant_layout_1(&mut con, key, TOKEN, None);
+    let renewed = renew(&mut con, key, TOKEN, "120000000");
+    assert_eq!(renewed[0], "1");
+    let now: u64 = renewed[1].parse().unwrap();
+    assert_eq!(field(&mut con, key, "v").as_deref(), Some("2"));
+    assert_eq!(number(&mut con, key, "lu"), now + 120_000_000);
+    assert!(pttl(&mut con, key) > 170_000);
+    let key = "scripts:{layout-1-released}";
+    plant_layout_1(&mut con, key, TOKEN, None);
+    assert_eq!(release(&mut con, key, OTHER)[0], "0");
+    assert_eq!(release(&mut con, key, TOKEN)[0], "1");
+    let exists: bool = con.exists(key).unwrap();
+    assert!(!exists);
 }
 
-/// The scripts that change a record read only its small fields: none of them can cost
-/// more for a larger body.
-#[test]
-fn the_writing_scripts_never_read_the_response() {
-    let prelude = include_str!("prelude.lua");
-    let held = &prelude[prelude.find("local function held").unwrap()..];
-    let held = &held[..held.find("\nend\n").unwrap()];
-    assert!(held.contains("'v', 's', 't', 'ga'"), "{held}");
-    for source in [super::COMPLETE, super::RELEASE, super::RENEW] {
-        let body = &source[prelude.len()..];
-        assert!(!body.contains("load()"), "{body}");
-        assert!(!body.contains("HGET"), "{body}");
+/// A private server, so that flushing and replacing its functions disturbs no other test.
+fn private_server() -> Option<(redis_harness::RedisServer, Connection)> {
+    if !redis_harness::available() {
+        return None;
     }
+    let server = redis_harness::RedisServer::start().unwrap();
+    let con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    Some((server, con))
+}
+
+/// The names of the function libraries loaded on the server.
+fn libraries(con: &mut Connection) -> Vec<String> {
+    let listing: Value = redis::cmd("FUNCTION").arg("LIST").query(con).unwrap();
+    let Value::Array(libraries) = listing else {
+        panic!("{listing:?}")
+    };
+    libraries
+        .into_iter()
+        .map(|library| {
+            let Value::Array(fields) = library else {
+                panic!("{library:?}")
+            };
+            let at = fields
+                .iter()
+                .position(|field| text(field) == "library_name")
+                .unwrap();
+            text(&fields[at + 1])
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_version_replaces_the_library_instead_of_adding_one() {
+    let Some((_server, mut con)) = private_server() else {
+        return;
+    };
+    load_library(&mut con);
+    let version: String = redis::cmd("FCALL")
+        .arg(super::VERSION_FUNCTION)
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(version, *super::VERSION);
+    // Another version of the code (as a later release would load) under the same name.
+    let other = super::LIBRARY.replace(super::VERSION.as_str(), "another-version");
+    let _: Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(&other)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(libraries(&mut con), [super::LIBRARY_NAME]);
+    let version: String = redis::cmd("FCALL")
+        .arg(super::VERSION_FUNCTION)
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(version, "another-version");
+    load_library(&mut con);
+    assert_eq!(libraries(&mut con), [super::LIBRARY_NAME]);
+    assert!(super::LIBRARY.starts_with(&format!("#!lua name={}\n", super::LIBRARY_NAME)));
+}
+
+#[test]
+fn a_server_without_the_library_says_so_in_the_words_the_client_looks_for() {
+    let Some((_server, mut con)) = private_server() else {
+        return;
+    };
+    let missing = redis::cmd("FCALL")
+        .arg(super::READ)
+        .arg(1)
+        .arg("k")
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert!(function_missing(&missing), "{missing:?}");
+    let other = redis::cmd("GET")
+        .arg("a")
+        .arg("b")
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert!(!function_missing(&other), "{other:?}");
 }

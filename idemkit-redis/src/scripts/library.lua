@@ -1,0 +1,325 @@
+#!lua name=idemkit
+-- idemkit's server side: one Redis Functions library, loaded once per server with
+-- `FUNCTION LOAD REPLACE` under this stable name (so a new version replaces the old one
+-- instead of adding a library), called with `FCALL`. Everything below the registrations
+-- is built once when the library loads, not on every call (the standard libraries such
+-- as `string` are reachable only inside the functions, when they run).
+--
+-- A record (layout 2) is one string at the key, written with its expiry by one
+-- `SET ... PX`. A fixed header of 149 bytes, then three variable fields:
+--   1-3     'ik2'                 the layout: told apart from any other value
+--   4       'c' claimed, 'd' completed (done)
+--   5-36    claim token           32 lowercase hex digits
+--   37-52   claimed at            16 decimal digits (server microseconds)
+--   53-68   lease                 16 digits (µs): lease until = claimed at + lease
+--   69-84   grace                 16 digits (µs): while claimed, gone after =
+--                                 lease until + grace
+--   85-100  completed at          16 digits (zeros while claimed)
+--   101-116 time to live          16 digits (µs; zeros while claimed): once completed,
+--                                 gone after = completed at + time to live
+--   117-119 status                3 digits ('000' while claimed)
+--   120-129 fingerprint version   10 digits
+--   130-139 fingerprint length    10 digits
+--   140-149 headers length        10 digits (zeros while claimed)
+--   then the fingerprint, the encoded headers, and the body (the rest).
+-- A claimed record ends right after its fingerprint. Durations, not instants, are stored
+-- next to the one instant the server reads from `TIME`, so that a claim or a completion
+-- writes only text the client formatted and the digits `TIME` returned: no number is
+-- formatted on the server on the way of a claim or a completion. The key expires (`PX`,
+-- from the client, rounded up) just after the record is gone.
+--
+-- Layout 1, a hash (fields v='1', s, t, f, fv, ca, lu, ga, cd, st, h, b), is what the
+-- previous scripts wrote. It is still read: a record found in it is converted to layout 2
+-- on the way (in Lua, for this call), so a completion or renewal rewrites it in layout 2
+-- and the client only ever decodes one layout. Anything else at a key is not a record:
+-- it is absent, and the reply says why.
+--
+-- Replies: the common answers are one integer (cheaper for the server to send than an
+-- array): a claim of a free key answers the server's time; complete, release and renew
+-- answer the server's time when they took effect and its negation when they did not.
+
+local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
+
+local LAYOUT = 'ik2'
+local HEADER = 149
+-- Beyond 2^53 a Lua number is no longer an exact integer.
+local MAX_TIME = 9007199254740991
+local MAX_FINGERPRINT_VERSION = 4294967295
+-- Completed at, time to live and status of a record still claimed.
+local NO_RESULT = '00000000000000000000000000000000000'
+local NO_HEADERS = '0000000000'
+
+-- The server's clock: microseconds as a number, and as 16 digits of text (`TIME`'s ten
+-- digits of seconds, which last until the year 2286, and its microseconds padded to six).
+local function clock()
+  local time = redis.call('TIME')
+  local micros = time[2]
+  return tonumber(time[1]) * 1000000 + tonumber(micros),
+    time[1] .. string.sub('000000', #micros + 1) .. micros
+end
+
+-- 16 digits of text for a number of microseconds (only off the common paths).
+local function digits16(n)
+  return string.format('%016d', n)
+end
+
+-- The value of decimal text no larger than max, or nil.
+local function uint(text, max)
+  if type(text) ~= 'string' or #text == 0 or #text > 16 or string.find(text, '%D') then
+    return nil
+  end
+  local n = tonumber(text)
+  if n > max then
+    return nil
+  end
+  return n
+end
+
+-- A layout 1 hash at `key`, converted to layout 2: the value, or nil and why the hash is
+-- not a record.
+local V1_FIELDS = {'v', 's', 't', 'f', 'fv', 'ca', 'lu', 'ga', 'cd', 'st', 'h', 'b'}
+local function from_layout_1(key)
+  local f = redis.call('HMGET', key, unpack(V1_FIELDS))
+  if f[1] ~= '1' then
+    return nil, 'an unknown record format'
+  end
+  local state = f[2]
+  if state ~= 'claimed' and state ~= 'completed' then
+    return nil, 'an unknown state'
+  end
+  if type(f[3]) ~= 'string' or #f[3] ~= 32 or string.find(f[3], '[^0-9a-f]') then
+    return nil, 'a malformed claim token'
+  end
+  local fingerprint_version = uint(f[5], MAX_FINGERPRINT_VERSION)
+  if type(f[4]) ~= 'string' or not fingerprint_version then
+    return nil, 'a malformed fingerprint'
+  end
+  local claimed_at, lease_until, gone_at = uint(f[6], MAX_TIME), uint(f[7], MAX_TIME), uint(f[8], MAX_TIME)
+  if not claimed_at or not lease_until or not gone_at or lease_until < claimed_at then
+    return nil, 'malformed instants'
+  end
+  local head = f[3] .. digits16(claimed_at) .. digits16(lease_until - claimed_at)
+  local tail = string.format('%010d%010d', fingerprint_version, #f[4])
+  if state == 'claimed' then
+    if gone_at < lease_until then
+      return nil, 'malformed instants'
+    end
+    return LAYOUT .. 'c' .. head .. digits16(gone_at - lease_until) .. NO_RESULT .. tail
+      .. NO_HEADERS .. f[4]
+  end
+  local completed_at = uint(f[9], MAX_TIME)
+  if not completed_at or gone_at < completed_at then
+    return nil, 'malformed instants'
+  end
+  if type(f[11]) ~= 'string' or type(f[12]) ~= 'string' then
+    return nil, 'a malformed response'
+  end
+  -- An HTTP status has three digits: anything else could never be answered.
+  local status = uint(f[10], 999)
+  if not status or status < 100 then
+    return nil, 'a status out of range'
+  end
+  return LAYOUT .. 'd' .. head .. digits16(0) .. digits16(completed_at)
+    .. digits16(gone_at - completed_at) .. string.format('%03d', status) .. tail
+    .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
+end
+
+-- The record in `value` (layout 2): its state, token, lease until and gone after, or
+-- nil and why it is not one. The layout says what the value is, so only what the
+-- functions decide on is checked here, by the cheapest means (no pattern scans, which
+-- cost more than the rest of a call; no table): the state, the instants and the lengths.
+-- The client checks every other field when it decodes a record (the token's digits, the
+-- fingerprint, the status, the headers) and reports one that fails as corrupt, which its
+-- next claim replaces.
+local function parse(value)
+  if #value < HEADER or string.sub(value, 1, 3) ~= LAYOUT then
+    return nil, 'a string value that is not a record of a known layout'
+  end
+  local state = string.sub(value, 4, 4)
+  local claimed_at = tonumber(string.sub(value, 37, 52))
+  local lease = tonumber(string.sub(value, 53, 68))
+  local fingerprint_len = tonumber(string.sub(value, 130, 139))
+  if not claimed_at or not lease or not fingerprint_len then
+    return nil, 'malformed numbers'
+  end
+  local gone_at
+  if state == 'c' then
+    local grace = tonumber(string.sub(value, 69, 84))
+    if not grace or #value ~= HEADER + fingerprint_len then
+      return nil, 'a malformed claim'
+    end
+    gone_at = claimed_at + lease + grace
+  elseif state == 'd' then
+    local completed_at = tonumber(string.sub(value, 85, 100))
+    local ttl = tonumber(string.sub(value, 101, 116))
+    local headers_len = tonumber(string.sub(value, 140, 149))
+    if not completed_at or not ttl or not headers_len
+        or #value < HEADER + fingerprint_len + headers_len then
+      return nil, 'a malformed response'
+    end
+    gone_at = completed_at + ttl
+  else
+    return nil, 'an unknown state'
+  end
+  if gone_at > MAX_TIME then
+    return nil, 'malformed instants'
+  end
+  return state, string.sub(value, 5, 36), claimed_at + lease, gone_at
+end
+
+-- The record in `found`, what `GET` (or `SET ... GET`) answered for `key` through
+-- `redis.pcall`: its value (in layout 2), state, token, lease until and gone after; or
+-- nil for no key; or false and why the value at the key is not a record. An error but
+-- WRONGTYPE is raised as it is.
+local function record_of(key, found)
+  if not found then
+    return nil
+  end
+  if type(found) == 'table' then
+    if not string.find(found['err'] or '', '^WRONGTYPE') then
+      error(found)
+    end
+    -- Not a string: a layout 1 hash, or something else.
+    local kind = redis.call('TYPE', key)['ok']
+    if kind ~= 'hash' then
+      return false, 'a ' .. kind .. ' value, not a record'
+    end
+    local converted, why = from_layout_1(key)
+    if not converted then
+      return false, why
+    end
+    found = converted
+  end
+  local state, token, lease_until, gone_at = parse(found)
+  if not state then
+    return false, token
+  end
+  return found, state, token, lease_until, gone_at
+end
+
+-- The value at `key` if `token` holds its claim and it is not gone at `now`, else nil.
+local function held(key, token, now)
+  local value, state, holder, _, gone_at = record_of(key, redis.pcall('GET', key))
+  if value and state == 'c' and holder == token and now <= gone_at then
+    return value
+  end
+  return nil
+end
+
+-- Claims `key` over what was there. Whoever waited on the old value re-reads, and
+-- follows the new claim.
+local function replace(key, now, now_text, args, outcome, note)
+  redis.call('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2], 'PX', args[3])
+  redis.call('PUBLISH', key, 'claimed')
+  return {outcome, now, note}
+end
+
+-- Claim. args: token (32 hex digits); the rest of the record after its time (lease and
+-- reclaim grace, 16 digits each, in µs, 35 zeros for the result to come, fingerprint
+-- version and length, 10 digits each, ten zeros, the fingerprint); the key's time to
+-- live (ms, just past lease + grace); the token of a record the client could not decode
+-- ('' if none) and why it could not.
+-- Reply: the server's time when the key was free and is now ours; else {outcome, now,
+-- note[, record]}: 'new' or 'reclaimed' (the key is now ours; the note says why a value
+-- at the key was not a record, '' when it was), 'in_flight' or 'completed' with the
+-- record's value.
+local function claim(keys, args)
+  local key = keys[1]
+  local now, now_text = clock()
+  -- Written only if the key is free; otherwise what is there comes back.
+  local found = redis.pcall('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2],
+    'NX', 'PX', args[3], 'GET')
+  if not found then
+    return now
+  end
+  local value, state, token, lease_until, gone_at = record_of(key, found)
+  if not value then
+    return replace(key, now, now_text, args, 'new', state)
+  end
+  if now > gone_at then
+    return replace(key, now, now_text, args, 'new', '')
+  end
+  if args[4] ~= '' and args[4] == token then
+    return replace(key, now, now_text, args, 'new', args[5])
+  end
+  if state == 'd' then
+    return {'completed', now, '', value}
+  end
+  if now <= lease_until then
+    return {'in_flight', now, '', value}
+  end
+  return replace(key, now, now_text, args, 'reclaimed', '')
+end
+
+-- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
+-- headers length (10 digits); headers and body, one after the other; the key's time to
+-- live (ms, rounded up).
+local function complete(keys, args)
+  local key = keys[1]
+  local now, now_text = clock()
+  local value = held(key, args[1], now)
+  if not value then
+    return -now
+  end
+  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 84) .. now_text .. args[2]
+    .. string.sub(value, 120, 139) .. args[3] .. string.sub(value, HEADER + 1) .. args[4],
+    'PX', args[5])
+  redis.call('PUBLISH', key, 'completed')
+  return now
+end
+
+-- Release. args: token.
+local function release(keys, args)
+  local key = keys[1]
+  local now = clock()
+  if not held(key, args[1], now) then
+    return -now
+  end
+  redis.call('DEL', key)
+  redis.call('PUBLISH', key, 'released')
+  return now
+end
+
+-- Renew. args: token, lease (µs), reclaim grace (16 digits, µs), the key's time to live
+-- (ms, just past lease + grace). The lease is stored from the claim's time, which stays.
+local function renew(keys, args)
+  local key = keys[1]
+  local now = clock()
+  local value = held(key, args[1], now)
+  if not value then
+    return -now
+  end
+  local lease = now + tonumber(args[2]) - tonumber(string.sub(value, 37, 52))
+  redis.call('SET', key, string.sub(value, 1, 52) .. digits16(lease) .. args[3]
+    .. string.sub(value, 85), 'PX', args[4])
+  return now
+end
+
+-- Read. Reply: {state, now, note[, record]}: 'absent' (no record, one that is gone, or a
+-- value that is not a record: the note says why), 'claimed' or 'completed' with the
+-- record's value. Writes nothing.
+local function read(keys)
+  local key = keys[1]
+  local now = clock()
+  local value, state, _, _, gone_at = record_of(key, redis.pcall('GET', key))
+  if value == false then
+    return {'absent', now, state}
+  end
+  if not value or now > gone_at then
+    return {'absent', now, ''}
+  end
+  return {state == 'd' and 'completed' or 'claimed', now, '', value}
+end
+
+redis.register_function('idemkit_claim', claim)
+redis.register_function('idemkit_complete', complete)
+redis.register_function('idemkit_release', release)
+redis.register_function('idemkit_renew', renew)
+redis.register_function{function_name = 'idemkit_read', callback = read, flags = {'no-writes'}}
+-- Which code is loaded: the client compares it with its own and loads its library when
+-- they differ (see scripts.rs).
+redis.register_function{
+  function_name = 'idemkit_version',
+  callback = function() return VERSION end,
+  flags = {'no-writes'},
+}
