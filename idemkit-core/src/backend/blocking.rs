@@ -132,9 +132,18 @@ fn block<F: Future>(future: F) -> F::Output {
     // future polled again registers the parker's waker then, as every future must.
     let mut future = std::pin::pin!(future);
     let mut first = Context::from_waker(Waker::noop());
-    if let Poll::Ready(output) = future.as_mut().poll(&mut first) {
-        return output;
+    match future.as_mut().poll(&mut first) {
+        Poll::Ready(output) => output,
+        Poll::Pending => park_until_ready(future),
     }
+}
+
+/// The rare path of [`block`]: an operation that must wait (a wait on a key in flight, a
+/// round trip to a server) parks the thread until its backend wakes it. Kept out of line
+/// so that the path of an operation ready at once stays short.
+#[cold]
+#[inline(never)]
+fn park_until_ready<F: Future>(future: std::pin::Pin<&mut F>) -> F::Output {
     futures_lite::future::block_on(future)
 }
 
