@@ -277,7 +277,9 @@ impl Inner {
                 }
                 ClaimReply::Completed(stored) => match self.record(key, &storage_key, stored, &now)
                 {
-                    Ok(record) => return Ok(Claim::Completed(record)),
+                    Ok(record) => {
+                        return Ok(Claim::found(record, fingerprint, fingerprint_version));
+                    }
                     // Its headers do not decode: claim again, replacing exactly it.
                     Err(undecodable) => replacing = Some(undecodable.token),
                 },
