@@ -107,7 +107,7 @@ impl MutexMap {
     /// Wakes every waiter, unless this map was built [without](MutexMap::without_wakeups).
     fn wake_all(&self) {
         if !self.shared.silent {
-            self.wake_all();
+            self.shared.changed.notify(usize::MAX);
         }
     }
 
