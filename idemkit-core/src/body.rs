@@ -172,7 +172,8 @@ impl From<Box<[u8]>> for Body {
 impl From<&'static [u8]> for Body {
     /// Small bodies inline; a larger one refers to the static bytes (no copy).
     fn from(bytes: &'static [u8]) -> Body {
-        Body::from(Bytes::from_static(bytes))
+        Body::inline(bytes)
+            .unwrap_or_else(|| Body(Repr::Shared(Box::new(Bytes::from_static(bytes)))))
     }
 }
 
@@ -287,6 +288,13 @@ mod tests {
         assert!(!body.is_inline());
         assert_eq!(body.as_ptr(), large.as_ptr());
         assert_eq!(body.to_bytes().as_ptr(), large.as_ptr());
+    }
+
+    #[test]
+    fn a_large_static_body_is_referred_to_not_copied() {
+        static LARGE: &str = "a static body of more than twenty-two bytes";
+        assert_eq!(Body::from(LARGE).as_ptr(), LARGE.as_ptr());
+        assert!(Body::from("short").is_inline());
     }
 
     #[test]
