@@ -150,6 +150,26 @@ def figures() -> list[Figure]:
         ratio(scaling, ceiling), lambda v: f"{v:.2f}", ">= 0.9",
         lambda v: at_least(v, 0.9)))
 
+    # Two threads on one backend against two on the shared-store ceiling: 64 bare
+    # mutexed maps doing the baseline's work, every key hashed to one, measured in the
+    # same run. Throughput share (ceiling time / backend time per operation), and the
+    # share of the ceiling's own gain from a second thread.
+    shared_1, shared_2 = median_ns("steady_threads/shared/1"), median_ns(
+        "steady_threads/shared/2")
+    rows.append(Figure(
+        "steady state: two threads on one backend, share of the shared-store ceiling",
+        f"backend 2 threads {ns(backend_2)}, shared ceiling 2 threads {ns(shared_2)}",
+        ratio(shared_2, backend_2), lambda v: f"{v:.2f}", ">= 0.9",
+        lambda v: at_least(v, 0.9)))
+    shared_scaling = ratio(shared_1, shared_2)
+    rows.append(Figure(
+        "(scaling) two threads vs one on one backend, share of the shared ceiling's",
+        "backend {}; shared ceiling 1 thread {}, 2 threads {} ({})".format(
+            "missing" if scaling is None else f"{scaling:.2f}x",
+            ns(shared_1), ns(shared_2),
+            "missing" if shared_scaling is None else f"{shared_scaling:.2f}x"),
+        ratio(scaling, shared_scaling), lambda v: f"{v:.2f}", "(none)", lambda v: None))
+
     # Where the two-thread limit is: the same backend code with nothing shared, and
     # what one cache line costs to move between the cores.
     private_2 = median_ns("steady_threads/private/2")

@@ -10,9 +10,11 @@
 //! How the body is built matters, as it is the caller's allocation the store keeps:
 //!
 //! - `vec_body` (the figure): the body is built per request from a `Vec<u8>`, as a real
-//!   caller's is (a serialized reply is a fresh buffer, and `Bytes::from(Vec)` keeps it);
+//!   caller's is (a serialized reply is a fresh buffer, handed over as `Bytes::from(Vec)`;
+//!   a `Body` keeps its 2 bytes inline and frees the buffer, where a `Bytes` body kept it);
 //! - `static_body`: the body is `Bytes::from_static`, which allocates nothing: what the
-//!   store itself and the shared `Arc<Response>` cost;
+//!   store itself and the shared `Arc<Response>` cost (the same as `vec_body` now that
+//!   small bodies are inline);
 //! - `responses_alone`: no store, only the caller's part: 1,000,000 `Arc<Response>` with
 //!   `vec_body`'s bodies, kept in a `Vec` (whose 8 bytes per response are counted).
 //!

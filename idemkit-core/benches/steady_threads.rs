@@ -15,6 +15,17 @@
 //! Figure: (backend, 1 thread / 2 threads) over (ceiling, 1 thread / 2 threads). Goal:
 //! at least 0.9.
 //!
+//! The shared-store ceiling, `shared/1` and `shared/2`: the limit a key-addressed shared
+//! store can reach on this machine. 64 bare `parking_lot::Mutex`es, each around the FIFO
+//! baseline's `HashMap` and FIFO (each on cache lines of its own), shared by the threads,
+//! every key hashed to its shard; each thread draws its tokens from a 4 KiB buffer of its
+//! own, as the backend does. The threads work on their own keys, yet their records sit
+//! in the same shards, and each purges what the other completed there: the sharing a
+//! key-addressed store cannot avoid (whichever thread retries a key must find it), with
+//! nothing else on top. Figure beside the first: two threads on one backend as a share
+//! of two threads on the shared ceiling (`shared/2` time over `backend/2` time). Goal: at
+//! least 0.9.
+//!
 //! Two more measurements say where the limit is: `private/2`, two threads each on a
 //! backend of its own (the same code, nothing shared: how it scales when no cache line
 //! moves between cores), and `line_handoff`, the round trip of one cache line between
@@ -23,6 +34,7 @@
 
 mod support;
 
+use std::hash::BuildHasher;
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,7 +42,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use idemkit_core::InMemoryBackend;
 use support::BACKEND_TTL;
-use support::fifo_baseline::{FifoBaseline, Tokens};
+use support::fifo_baseline::{FifoBaseline, ThreadTokens, Tokens};
 use support::workers::Workers;
 
 /// Measures `name/threads` with `threads` workers, each running `operation` made for it
@@ -81,6 +93,15 @@ fn threads(c: &mut Criterion) {
             move |key: &str| support::backend_claim_complete_for(&backend, key, BACKEND_TTL)
         });
     }
+    for threads in [1, 2] {
+        let shared = SharedCeiling::new();
+        measure(&mut group, "shared", threads, &next_key, || {
+            // The thread's own token buffer; the shards are the ones all threads share.
+            let mut tokens = ThreadTokens::new();
+            let shared = &shared;
+            move |key: &str| shared.claim_complete_now(key, tokens.next())
+        });
+    }
     measure(&mut group, "private", 2, &next_key, || {
         // Made on the worker's own thread, and used by it alone.
         let backend = InMemoryBackend::builder().max_size(1_000_000).build();
@@ -88,6 +109,40 @@ fn threads(c: &mut Criterion) {
     });
     group.bench_function("line_handoff", |b| b.iter_custom(line_handoff));
     group.finish();
+}
+
+/// The shared-store ceiling: [`SHARDS`] FIFO baselines, each on cache lines of its own,
+/// a key's shard picked by hashing it.
+struct SharedCeiling {
+    hasher: std::collections::hash_map::RandomState,
+    shards: Box<[Padded<FifoBaseline>]>,
+}
+
+/// As many shards as the backend has by default.
+const SHARDS: usize = 64;
+
+/// A value alone on its cache lines (two lines: the adjacent-line prefetcher pairs them).
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl SharedCeiling {
+    fn new() -> SharedCeiling {
+        SharedCeiling {
+            hasher: std::collections::hash_map::RandomState::new(),
+            shards: (0..SHARDS)
+                .map(|_| Padded(FifoBaseline::new(Tokens::Given)))
+                .collect(),
+        }
+    }
+
+    /// The baseline's claim+complete of `key` on the system clock with `token`, in the
+    /// key's shard.
+    fn claim_complete_now(&self, key: &str, token: [u8; 16]) {
+        let shard = self.hasher.hash_one(key) as usize % SHARDS;
+        self.shards[shard]
+            .0
+            .claim_complete_now_given(key, BACKEND_TTL, token);
+    }
 }
 
 /// Round trips of one cache line between two threads: each waits for the other's write

@@ -44,7 +44,12 @@ fn handle(
                 .expect("the run in flight completes well within 10 s");
             Ok(("waited, then replayed", record.response().cloned().unwrap()))
         }
-        Claim::Completed(record) => Ok(("replayed", record.response().cloned().unwrap())),
+        Claim::Completed(replay) => {
+            // Every request here has the same fingerprint; with others, a replay that is
+            // not `same_request()` must be refused (the executors do so).
+            assert!(replay.same_request());
+            Ok(("replayed", replay.response().clone()))
+        }
     }
 }
 

@@ -14,7 +14,8 @@ pub struct InvalidHttpResponse(#[source] http::Error);
 
 impl From<http::Response<Bytes>> for Response {
     /// The response's status, headers (in order, repeated names kept, values as raw
-    /// bytes) and body, without copying the body.
+    /// bytes) and body, without copying a body of more than 22 bytes (a smaller one is
+    /// kept inline, see [`Body`](crate::Body)).
     fn from(response: http::Response<Bytes>) -> Response {
         let (parts, body) = response.into_parts();
         let headers = parts
@@ -30,7 +31,7 @@ impl From<http::Response<Bytes>> for Response {
         Response {
             status: parts.status.as_u16(),
             headers,
-            body,
+            body: body.into(),
         }
     }
 }
@@ -38,8 +39,8 @@ impl From<http::Response<Bytes>> for Response {
 impl TryFrom<&Response> for http::Response<Bytes> {
     type Error = InvalidHttpResponse;
 
-    /// The stored response as an `http::Response`, for a replay: the body is shared, not
-    /// copied.
+    /// The stored response as an `http::Response`, for a replay: a body of more than 22
+    /// bytes is shared, not copied (a smaller one, kept inline, is copied out).
     ///
     /// ```
     /// use idemkit_core::{Bytes, Response};
@@ -62,7 +63,7 @@ impl TryFrom<&Response> for http::Response<Bytes> {
                 .map_err(|error| InvalidHttpResponse(error.into()))?;
             headers.append(name, value);
         }
-        let mut converted = http::Response::new(response.body.clone());
+        let mut converted = http::Response::new(response.body.to_bytes());
         *converted.status_mut() = status;
         *converted.headers_mut() = headers;
         Ok(converted)

@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod body;
 mod claim;
 mod error;
 mod exec;
@@ -76,8 +77,9 @@ mod token;
 pub use backend::{
     Backend, BlockingBackend, DynBackend, Operator, PollSchedule, StoreStats, in_blocking_call,
 };
+pub use body::Body;
 pub use bytes::Bytes;
-pub use claim::Claim;
+pub use claim::{Claim, Completed};
 pub use error::{ConfigError, Error, StorageSource};
 pub use exec::{
     AsyncIdempotency, Decision, Event, Heartbeat, Idempotency, Lease, OnStorageError, Outcome,

@@ -389,14 +389,33 @@ fn run(max_size: usize, seed: u64, ops: &[Op]) -> Coverage {
                         seen.reclaimed += 1;
                         model.claimed(key, token, FINGERPRINTS[fingerprint], LEASES[lease]);
                     }
-                    (Expected::InFlight(expected), Ok(Claim::InFlight(record)))
-                    | (Expected::Completed(expected), Ok(Claim::Completed(record))) => {
+                    (Expected::InFlight(expected), Ok(Claim::InFlight(record))) => {
+                        assert_record(key, &record, &expected, now);
+                        assert_eq!(record.state(), State::Claimed);
+                        seen.in_flight += 1;
+                    }
+                    (Expected::Completed(expected), Ok(Claim::Completed(replay))) => {
+                        // A replay carries no record: the one held must match the model,
+                        // and the replay what the model says of it.
+                        let record = store.get(key, now).expect("a completed record is held");
                         assert_record(key, &record, &expected, now);
                         replays.check(key, &record);
-                        match record.state() {
-                            State::Claimed => seen.in_flight += 1,
-                            State::Completed => seen.completed += 1,
-                        }
+                        let same =
+                            expected.fingerprint == fp && expected.fingerprint_version == version;
+                        assert_eq!(
+                            replay.same_request(),
+                            same,
+                            "{key}: the fingerprints compared"
+                        );
+                        assert_eq!(replay.claim_token(), &expected.token, "{key}");
+                        assert_eq!(Some(replay.completed_at()), record.completed_at(), "{key}");
+                        assert_eq!(Some(replay.expires_at()), record.expires_at(), "{key}");
+                        let stored = replays.stored.get(key).expect("a completion was recorded");
+                        assert!(
+                            Arc::ptr_eq(stored, replay.shared_response()),
+                            "{key}: not the stored response"
+                        );
+                        seen.completed += 1;
                     }
                     (Expected::Full, Err(Error::Full { max_size: reported })) => {
                         assert_eq!(reported, max_size);

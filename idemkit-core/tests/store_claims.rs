@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Instant;
 
-use idemkit_core::{Claim, Error, Record, Response, State, Store};
+use idemkit_core::{Claim, Completed, Error, Response, State, Store};
 use support::*;
 
 // ---- rule 1: what a claim finds ----
@@ -65,15 +65,17 @@ fn a_completed_key_is_replayed() {
     assert!(store.complete("k", &token, response.clone(), TTL, t0 + secs(2)));
 
     let claim = store.claim("k", "fp", 1, LEASE, t0 + secs(3)).unwrap();
-    let Claim::Completed(record) = claim else {
+    let Claim::Completed(replay) = claim else {
         panic!("expected Completed, got {claim:?}");
     };
+    assert!(replay.same_request());
+    assert_eq!(replay.response(), &response);
+    assert_eq!(replay.claim_token(), &token);
+    assert_eq!(replay.completed_at(), t0 + secs(2));
+    assert_eq!(replay.expires_at(), t0 + secs(2) + TTL);
+    let record = store.get("k", t0 + secs(3)).unwrap();
     assert_eq!(record.state(), State::Completed);
-    assert_eq!(record.response(), Some(&response));
-    assert_eq!(record.claim_token(), &token);
     assert_eq!(record.claimed_at(), t0);
-    assert_eq!(record.completed_at(), Some(t0 + secs(2)));
-    assert_eq!(record.expires_at(), Some(t0 + secs(2) + TTL));
 }
 
 #[test]
@@ -118,9 +120,9 @@ fn every_replay_shares_the_one_stored_response() {
     let body = vec![0xa5; 1 << 20];
     assert!(store.complete("k", &token, Response::new(200, body.clone()), TTL, t0));
 
-    let replay = |store: &mut Store| -> Record {
+    let replay = |store: &mut Store| -> Completed {
         match store.claim("k", "fp", 1, LEASE, t0 + secs(1)) {
-            Ok(Claim::Completed(record)) => record,
+            Ok(Claim::Completed(replay)) => replay,
             other => panic!("expected a replay, got {other:?}"),
         }
     };
@@ -128,12 +130,12 @@ fn every_replay_shares_the_one_stored_response() {
     let second = replay(&mut store);
     let got = store.get("k", t0 + secs(1)).unwrap().clone();
 
-    let shared = first.shared_response().unwrap();
-    assert!(Arc::ptr_eq(shared, second.shared_response().unwrap()));
+    let shared = first.shared_response();
+    assert!(Arc::ptr_eq(shared, second.shared_response()));
     assert!(Arc::ptr_eq(shared, got.shared_response().unwrap()));
     assert!(std::ptr::eq(
-        first.response().unwrap(),
-        Arc::as_ptr(second.shared_response().unwrap())
+        first.response(),
+        Arc::as_ptr(second.shared_response())
     ));
     assert_eq!(shared.body, body);
 }
@@ -141,7 +143,7 @@ fn every_replay_shares_the_one_stored_response() {
 // ---- accessors ----
 
 #[test]
-fn claim_accessors_give_the_token_or_the_record() {
+fn claim_accessors_give_the_token_the_record_or_the_replay() {
     let t0 = Instant::now();
     let mut store = Store::new();
 
@@ -161,8 +163,9 @@ fn claim_accessors_give_the_token_or_the_record() {
     assert!(store.complete("k", &token, ok("x"), TTL, t0 + LEASE + NS));
     let completed = store.claim("k", "fp", 1, LEASE, t0 + LEASE + NS).unwrap();
     assert!(completed.token().is_none());
-    assert_eq!(completed.record().unwrap().state(), State::Completed);
-    assert_eq!(completed.record().unwrap().claim_token(), &token);
+    assert!(completed.record().is_none());
+    assert_eq!(completed.completed().unwrap().claim_token(), &token);
+    assert!(in_flight.completed().is_none() && new.completed().is_none());
 }
 
 #[test]

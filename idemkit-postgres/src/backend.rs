@@ -176,11 +176,11 @@ impl Inner {
             if stored.gone() || stored.lapsed() {
                 continue;
             }
-            return Ok(if stored.completed {
-                Claim::Completed(stored.into_record())
-            } else {
-                Claim::InFlight(stored.into_record())
-            });
+            return Ok(Claim::found(
+                stored.into_record(),
+                fingerprint,
+                fingerprint_version,
+            ));
         }
         Err(storage(
             "claim",

@@ -101,7 +101,7 @@ pub(crate) fn decode(
                 .into_iter()
                 .zip(values.into_iter().map(Bytes::from))
                 .collect(),
-            body: Bytes::from(body.unwrap_or_default()),
+            body: body.unwrap_or_default().into(),
         };
         let completed_at = now.local(completed_at.unwrap_or(claimed_at));
         let response = responses.share(&key, &token, response);

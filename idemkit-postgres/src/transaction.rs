@@ -20,7 +20,7 @@ pub enum Started {
     Run(ClaimedTransaction),
     /// Another executor holds the key ([`Claim::InFlight`]: wait for it with
     /// `wait_for_completion`, or refuse), or it already ran ([`Claim::Completed`]:
-    /// replay its response).
+    /// replay its response if it is the same request, refuse otherwise).
     Found(Claim),
 }
 
@@ -80,7 +80,7 @@ impl PostgresBackend {
     ///             Committed::Fenced => { /* rolled back: answer 409, retry later */ }
     ///         }
     ///     }
-    ///     Started::Found(Claim::Completed(record)) => { /* replay record.response() */ }
+    ///     Started::Found(Claim::Completed(replay)) => { /* replay.response() if replay.same_request() */ }
     ///     Started::Found(_) => { /* in flight elsewhere: wait or refuse */ }
     /// }
     /// # Ok(()) }

@@ -126,7 +126,7 @@ async fn records_survive_restarts_of_the_database_and_of_the_service() {
     else {
         panic!("replayed after a clean restart");
     };
-    assert_eq!(record.response().unwrap().body, "clean");
+    assert_eq!(record.response().body, "clean");
     drop(backend);
     cluster.kill().unwrap();
     cluster.start().unwrap();
@@ -137,7 +137,7 @@ async fn records_survive_restarts_of_the_database_and_of_the_service() {
     else {
         panic!("replayed after a crash of the server");
     };
-    assert_eq!(record.response().unwrap().body, "crash");
+    assert_eq!(record.response().body, "crash");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

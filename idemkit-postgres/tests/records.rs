@@ -128,11 +128,11 @@ async fn a_stored_response_keeps_repeated_headers_in_order_and_binary_bodies() {
         .build()
         .await
         .unwrap();
-    let Claim::Completed(record) = Backend::claim(&other, "k", "fp", 1, LONG).await.unwrap() else {
+    let Claim::Completed(replay) = Backend::claim(&other, "k", "fp", 1, LONG).await.unwrap() else {
         panic!();
     };
-    assert_eq!(record.response(), Some(&response));
-    assert_eq!(record.state(), State::Completed);
+    assert_eq!(replay.response(), &response);
+    assert!(replay.same_request());
 }
 
 #[tokio::test]

@@ -59,8 +59,8 @@ async fn place(backend: &PostgresBackend, orders: &str, key: &str, who: &str) ->
                     Committed::Fenced => continue,
                 }
             }
-            Started::Found(Claim::Completed(record)) => {
-                return (record.response().unwrap().clone(), false);
+            Started::Found(Claim::Completed(replay)) => {
+                return (replay.response().clone(), false);
             }
             Started::Found(_) => {
                 if let Some(record) = Backend::wait_for_completion(backend, key, LONG)

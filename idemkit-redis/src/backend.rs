@@ -303,7 +303,7 @@ impl Inner {
                     .map(Claim::InFlight),
                 ClaimReply::Completed(decoded) => self
                     .decoded(key, &storage_key, decoded, &now)
-                    .map(Claim::Completed),
+                    .map(|record| Claim::found(record, fingerprint, fingerprint_version)),
             };
             match found {
                 Ok(claim) => return Ok(claim),

@@ -37,7 +37,7 @@ pub(crate) fn to_record(
     let response = Response {
         status: result.status,
         headers,
-        body: result.body,
+        body: result.body.into(),
     };
     let response = responses.share(storage_key, &stored.token, response);
     Ok(record.into_completed(

@@ -68,7 +68,7 @@ async fn works_end_to_end(backend: &RedisBackend) {
     else {
         panic!("no replay after the fault");
     };
-    assert_eq!(replay.response(), Some(&*response));
+    assert_eq!(replay.response(), &*response);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use idemkit_core::{Bytes, Claim, ClaimToken, Record, Response};
+use idemkit_core::{Claim, ClaimToken, Record, Response};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::clock::{FileTime, NEVER, Reading, after, nanos};
@@ -168,7 +168,7 @@ fn decode_row(row: &Row<'_>) -> rusqlite::Result<Result<Row_, String>> {
                 Ok(headers) => headers,
                 Err(what) => return Ok(Err(what)),
             };
-            let mut response = Response::new(status, Bytes::from(body.unwrap_or_default()));
+            let mut response = Response::new(status, body.unwrap_or_default());
             response.headers = headers;
             Some((at, response))
         }
@@ -284,7 +284,11 @@ pub(crate) fn claim(
         Some(row) if row.remove_at >= at => {
             if row.completed.is_some() {
                 return Ok(Claimed {
-                    claim: Claim::Completed(row.into_record(now, decode.responses)),
+                    claim: Claim::found(
+                        row.into_record(now, decode.responses),
+                        fingerprint,
+                        fingerprint_version,
+                    ),
                     replaced: false,
                 });
             }

@@ -274,7 +274,7 @@ impl<'a> Answer<'a> {
             .retry_after(self.config.storage_retry_after);
             return self.refuse(problem, EventKind::StorageFailed);
         };
-        let mut response = Response::new(ResponseBody::whole(stored.body.clone()));
+        let mut response = Response::new(ResponseBody::whole(stored.body.to_bytes()));
         *response.status_mut() = status;
         let headers = response.headers_mut();
         for (name, value) in &stored.headers {

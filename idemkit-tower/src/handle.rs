@@ -172,7 +172,7 @@ where
             let stored = idemkit_core::Response {
                 status: parts.status.as_u16(),
                 headers: config.stored_headers.select(&parts.headers),
-                body: bytes.clone(),
+                body: bytes.clone().into(),
             };
             *delivered = Some(Delivered {
                 parts,

@@ -165,7 +165,11 @@ impl MutexMap {
         records.retain(|_, record| !self.is_gone(record, now));
         let reclaimed = match records.get(key) {
             Some(record) if record.state() == State::Completed => {
-                return Ok(Claim::Completed(record.clone()));
+                return Ok(Claim::found(
+                    record.clone(),
+                    fingerprint,
+                    fingerprint_version,
+                ));
             }
             Some(record) if now <= record.lease_until() => {
                 return Ok(Claim::InFlight(record.clone()));

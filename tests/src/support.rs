@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Claim, ClaimToken, ManualClock, Record, Response};
+use idemkit_core::{Claim, ClaimToken, Completed, ManualClock, Record, Response};
 
 use crate::backend::ConformanceBackend;
 use crate::runtime::Runtime;
@@ -133,11 +133,11 @@ pub fn expect_in_flight(claim: Claim) -> Record {
     }
 }
 
-/// The record of a [`Claim::Completed`]; panics on anything else.
+/// What a [`Claim::Completed`] hands back; panics on anything else.
 #[track_caller]
-pub fn expect_completed(claim: Claim) -> Record {
+pub fn expect_completed(claim: Claim) -> Completed {
     match claim {
-        Claim::Completed(record) => record,
+        Claim::Completed(replay) => replay,
         other => panic!("expected Claim::Completed, got {other:?}"),
     }
 }

@@ -29,6 +29,37 @@ pub enum Tokens {
     PerClaim,
     /// Out of a 4 KiB buffer filled by one `getrandom::fill` every 256 claims.
     Buffered,
+    /// Given by the caller with each claim ([`FifoBaseline::claim_complete_now_given`]),
+    /// drawn from a [`ThreadTokens`] of the calling thread's own: for a store shared by
+    /// threads, whose buffer inside would be a line both threads write.
+    Given,
+}
+
+/// A thread's own 4 KiB buffer of OS randomness, as the backend keeps one per thread.
+pub struct ThreadTokens {
+    buffer: Box<[u8; 4096]>,
+    used: usize,
+}
+
+impl ThreadTokens {
+    pub fn new() -> ThreadTokens {
+        ThreadTokens {
+            buffer: Box::new([0; 4096]),
+            used: 4096,
+        }
+    }
+
+    /// The next 16 bytes, refilling the buffer with one `getrandom::fill` every 256.
+    pub fn next(&mut self) -> [u8; 16] {
+        if self.used == self.buffer.len() {
+            getrandom::fill(&mut self.buffer[..]).expect("the OS random source");
+            self.used = 0;
+        }
+        let mut token = [0; 16];
+        token.copy_from_slice(&self.buffer[self.used..self.used + 16]);
+        self.used += 16;
+        token
+    }
 }
 
 struct Inner {
@@ -67,7 +98,28 @@ impl FifoBaseline {
         lease_ttl: Duration,
         now: Instant,
     ) -> Option<[u8; 16]> {
-        let mut token = [0u8; 16];
+        self.claim_with(
+            key,
+            fingerprint,
+            fingerprint_version,
+            lease_ttl,
+            now,
+            [0; 16],
+        )
+    }
+
+    /// [`FifoBaseline::claim`], with `token` as the token if this store's tokens are
+    /// [`Tokens::Given`] (ignored otherwise).
+    fn claim_with(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        lease_ttl: Duration,
+        now: Instant,
+        given: [u8; 16],
+    ) -> Option<[u8; 16]> {
+        let mut token = given;
         if self.tokens == Tokens::PerClaim {
             getrandom::fill(&mut token).expect("the OS random source");
         }
@@ -137,6 +189,23 @@ impl FifoBaseline {
     pub fn claim_complete_now(&self, key: &str, ttl: Duration) {
         let token = self
             .claim(key, super::FINGERPRINT, 1, super::LEASE, Instant::now())
+            .expect("key is new");
+        let response = Response::new(200, super::BODY);
+        assert!(self.complete(key, &token, response, ttl, Instant::now()));
+    }
+
+    /// [`FifoBaseline::claim_complete_now`] with the claim's token given by the caller
+    /// (for a store whose tokens are [`Tokens::Given`]).
+    pub fn claim_complete_now_given(&self, key: &str, ttl: Duration, token: [u8; 16]) {
+        let token = self
+            .claim_with(
+                key,
+                super::FINGERPRINT,
+                1,
+                super::LEASE,
+                Instant::now(),
+                token,
+            )
             .expect("key is new");
         let response = Response::new(200, super::BODY);
         assert!(self.complete(key, &token, response, ttl, Instant::now()));

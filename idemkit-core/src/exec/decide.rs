@@ -89,15 +89,11 @@ pub(crate) fn on_claim(
             token,
             decision: Decision::Reclaimed,
         },
-        Claim::Completed(record) => {
-            match replay(&record, fingerprint, fingerprint_version, replayed) {
-                Replay::Same(outcome) => Next::Replay(outcome),
-                Replay::Other => Next::Refuse,
-                Replay::NotDone => Next::Wait {
-                    lease_until: record.lease_until(),
-                },
-            }
+        // The backend compared the fingerprints: the shared response is handed on as is.
+        Claim::Completed(completed) if completed.same_request() => {
+            Next::Replay(Outcome::new(completed.into_shared_response(), replayed))
         }
+        Claim::Completed(_) => Next::Refuse,
         Claim::InFlight(record) if same_request(&record, fingerprint, fingerprint_version) => {
             Next::Wait {
                 lease_until: record.lease_until(),
@@ -290,12 +286,11 @@ mod tests {
         };
         assert_eq!(outcome.decision, Decision::ReplayedAfterWait);
 
-        let claim = store.claim("k", fp.as_str(), 1, LEASE, now).unwrap();
-        assert!(matches!(
-            on_claim(claim, &fingerprint("b"), 1, false),
-            Next::Refuse
-        ));
-        let claim = store.claim("k", fp.as_str(), 1, LEASE, now).unwrap();
+        // The store compares the fingerprints (the claim's against the stored one).
+        let other = fingerprint("b");
+        let claim = store.claim("k", other.as_str(), 1, LEASE, now).unwrap();
+        assert!(matches!(on_claim(claim, &other, 1, false), Next::Refuse));
+        let claim = store.claim("k", fp.as_str(), 2, LEASE, now).unwrap();
         assert!(matches!(on_claim(claim, &fp, 2, false), Next::Refuse));
     }
 

@@ -43,13 +43,17 @@ impl Observer {
         latency: Duration,
         finished: Finished<E>,
     ) -> Result<Outcome, RunError<E>> {
-        self.emit(&Event {
-            decision: finished.decision(),
-            key: key.clone(),
-            fingerprint_version,
-            latency,
-            unstored: finished.unstored(),
-        });
+        // Built only for a callback: the event owns a copy of the key (an allocation a
+        // replay would otherwise make for nobody).
+        if self.0.is_some() {
+            self.emit(&Event {
+                decision: finished.decision(),
+                key: key.clone(),
+                fingerprint_version,
+                latency,
+                unstored: finished.unstored(),
+            });
+        }
         match finished {
             Finished::Outcome(outcome) => Ok(outcome),
             Finished::Error(error) => Err(error),

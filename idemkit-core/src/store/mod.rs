@@ -96,7 +96,10 @@ const PURGE_PER_CLAIM: usize = 2;
 ///
 /// // A retry replays the stored response instead of running again.
 /// match store.claim("order-17", "fp", 1, lease, now)? {
-///     Claim::Completed(record) => assert_eq!(record.response().unwrap().status, 201),
+///     Claim::Completed(replay) => {
+///         assert!(replay.same_request());
+///         assert_eq!(replay.response().status, 201);
+///     }
 ///     other => panic!("expected a replay, got {other:?}"),
 /// }
 /// # Ok::<(), idemkit_core::Error>(())
@@ -195,13 +198,15 @@ impl Store {
     /// - No record, or only an expired one: the key is claimed with a fresh token,
     ///   [`Claim::New`]. If the store is full it first drops what has expired, and if it
     ///   is still full it returns [`Error::Full`]. A key that is present is never refused.
-    /// - A live completed record: [`Claim::Completed`], to replay.
+    /// - A live completed record: [`Claim::Completed`] with the shared stored response, to
+    ///   replay, and whether it was stored for this `fingerprint` and version (compared
+    ///   here; no [`Record`] is built, so a replay allocates nothing).
     /// - A claim whose lease is live (`now <= lease_until`): [`Claim::InFlight`].
     /// - A claim whose lease lapsed: taken over with a fresh token, [`Claim::Reclaimed`];
     ///   the old token no longer completes, releases or renews anything.
     ///
-    /// The lease runs until `now + lease_ttl` (saturating). The fingerprint is stored for
-    /// the caller to compare on replay; the store itself does not interpret it.
+    /// The lease runs until `now + lease_ttl` (saturating). The fingerprint is stored and
+    /// compared byte for byte on replay; the store does not otherwise interpret it.
     pub fn claim(
         &mut self,
         key: &str,
@@ -247,18 +252,19 @@ impl Store {
                 lease_ttl,
             )
         };
-        let result = self.claim_at(key, now, fresh);
+        let result = self.claim_at(key, now, (fingerprint, fingerprint_version), fresh);
         // Whatever the outcome, even an error after something was purged.
         self.end_change();
         result
     }
 
-    /// The lookup and write of a claim, at `now` (purging done); the caller ends the
-    /// change.
+    /// The lookup and write of a claim, at `now` (purging done), by the request whose
+    /// fingerprint and version are `request`; the caller ends the change.
     fn claim_at(
         &mut self,
         key: HashedKey<'_>,
         now: Stamp,
+        request: (&str, u32),
         fresh: impl Fn(ClaimToken) -> StoredRecord,
     ) -> Result<Claim, Error> {
         // Not `find`: a claim is rarely of the key the last claim wrote.
@@ -273,8 +279,8 @@ impl Store {
             let token = self.next_token()?;
             self.replace(slot, fresh(token.clone()));
             Ok(Claim::New(token))
-        } else if record.is_completed() {
-            Ok(Claim::Completed(record.to_record(self.timeline())))
+        } else if let Some(completed) = record.to_completed(request.0, request.1, self.timeline()) {
+            Ok(Claim::Completed(completed))
         } else if now <= record.deadline() {
             Ok(Claim::InFlight(record.to_record(self.timeline())))
         } else {

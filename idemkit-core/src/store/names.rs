@@ -58,6 +58,18 @@ impl Names {
         }
     }
 
+    /// The fingerprint's bytes: what a replay compares with the claiming request's.
+    pub(crate) fn fingerprint_bytes(&self) -> &[u8] {
+        match self {
+            Names::Inline {
+                key_len,
+                len,
+                bytes,
+            } => &bytes[usize::from(*key_len)..usize::from(*len)],
+            Names::Boxed { key_len, names } => &names.as_bytes()[*key_len as usize..],
+        }
+    }
+
     /// The key and the fingerprint as one string, and where the key ends: what a
     /// [`Record`](crate::Record) is built from.
     pub(crate) fn to_boxed(&self) -> (Box<str>, usize) {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::claim::Completed;
 use crate::record::Record;
 use crate::response::Response;
 use crate::store::keyhash::KeyHash;
@@ -100,6 +101,28 @@ impl StoredRecord {
         self.completed_at = now;
         self.deadline = now.saturating_add(expires_after);
         self.response = Some(response);
+    }
+
+    /// A completed record's answer to a claim by `fingerprint` (scheme
+    /// `fingerprint_version`), its stamps read on `timeline`: the shared response and
+    /// whether it was stored for that request, with no `Record` (no key or fingerprint
+    /// string) built. `None` while claimed.
+    pub(crate) fn to_completed(
+        &self,
+        fingerprint: &str,
+        fingerprint_version: u32,
+        timeline: Timeline,
+    ) -> Option<Completed> {
+        let response = self.response.as_ref()?;
+        let same_request = self.fingerprint_version == fingerprint_version
+            && self.names.fingerprint_bytes() == fingerprint.as_bytes();
+        Some(Completed::new(
+            Arc::clone(response),
+            same_request,
+            self.claim_token.clone(),
+            timeline.instant(self.completed_at),
+            timeline.instant(self.deadline),
+        ))
     }
 
     /// The record as a caller sees it, its stamps read on `timeline`.

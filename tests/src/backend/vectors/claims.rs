@@ -87,7 +87,9 @@ pub async fn duplicate_claim_is_in_flight_with_first_token<T: Target>() {
 
 /// `complete` with the claim's token stores the response; every later claim and `get`
 /// replays it (sharing one allocation), its expiry is exactly `expires_after` after its
-/// completion, and a second `complete` is refused.
+/// completion, and a second `complete` is refused. A claim by the same fingerprint and
+/// version is told the replay is its own (`same_request`); another fingerprint, or the
+/// same one under another version, is told it is not.
 pub async fn complete_then_replay<T: Target>() {
     let backend = real::<T>(Settings::default());
     let token = expect_new(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
@@ -101,12 +103,24 @@ pub async fn complete_then_replay<T: Target>() {
     let after = backend.now();
 
     let replay = expect_completed(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
-    assert_eq!(replay.state(), State::Completed);
-    assert_eq!(replay.response(), Some(&response("receipt-1")));
+    assert!(replay.same_request(), "the claiming request's own result");
+    assert_eq!(replay.response(), &response("receipt-1"));
     assert_eq!(replay.claim_token(), &token);
-    let completed_at = replay.completed_at().expect("completed");
+    let completed_at = replay.completed_at();
     assert!(near(completed_at, before, after));
-    assert_eq!(replay.expires_at(), Some(completed_at + ttl));
+    assert_eq!(replay.expires_at(), completed_at + ttl);
+    for (fingerprint, version) in [("another request", 1), (FINGERPRINT, 2)] {
+        let other = expect_completed(
+            backend
+                .claim("k", fingerprint, version, LONG)
+                .await
+                .unwrap(),
+        );
+        assert!(
+            !other.same_request(),
+            "fingerprint {fingerprint:?} version {version}: not the request that stored it"
+        );
+    }
 
     let read = backend
         .get("k")
@@ -121,7 +135,7 @@ pub async fn complete_then_replay<T: Target>() {
             .await
     );
     let again = expect_completed(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
-    assert_eq!(again.response(), Some(&response("receipt-1")));
+    assert_eq!(again.response(), &response("receipt-1"));
 }
 
 /// `complete` with a token that does not hold the key is refused and changes nothing; the

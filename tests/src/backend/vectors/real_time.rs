@@ -47,7 +47,7 @@ pub async fn a_lapsed_lease_is_reclaimed_and_its_owner_fenced_out<T: Target>() {
     );
     let replay = expect_completed(backend.claim("k", FINGERPRINT, 1, LONG).await.unwrap());
     assert_eq!(replay.claim_token(), &current);
-    assert_eq!(replay.response(), Some(&response("current")));
+    assert_eq!(replay.response(), &response("current"));
 }
 
 /// A result replays while its TTL runs and is gone after it: `get` finds nothing and the
