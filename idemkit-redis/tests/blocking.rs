@@ -9,26 +9,13 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use idemkit_core::{BlockingBackend, Claim, Error, Response};
-use idemkit_redis::{RedisBackend, RedisError};
+use idemkit_core::{BlockingBackend, Claim, Response};
+use idemkit_redis::RedisBackend;
 use redis_harness::RedisServer;
-use support::{LEASE, builder, until_working_blocking};
+use support::{LEASE, builder, is_timeout, server, until_working_blocking};
 
 /// Far beyond the test's command timeout (500 ms), far below a hang.
 const PROMPT: Duration = Duration::from_secs(10);
-
-fn server() -> Option<RedisServer> {
-    redis_harness::available().then(|| RedisServer::start().expect("a test server starts"))
-}
-
-fn is_timeout(error: &Error) -> bool {
-    match error {
-        Error::Storage(source) => source
-            .downcast_ref::<RedisError>()
-            .is_some_and(RedisError::is_timeout),
-        _ => false,
-    }
-}
 
 /// Asserts the calling thread is a plain one: what the blocking calls are made from.
 fn plain_thread() {

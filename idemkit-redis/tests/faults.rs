@@ -11,26 +11,15 @@ use std::thread;
 use std::time::Duration;
 
 use idemkit_core::{
-    AsyncIdempotency, Backend, BlockingBackend, Claim, Decision, Error, Fingerprint, Key, Response,
+    AsyncIdempotency, Backend, BlockingBackend, Claim, Decision, Fingerprint, Key, Response,
     RunError,
 };
-use idemkit_redis::{RedisBackend, RedisError};
+use idemkit_redis::RedisBackend;
 use redis_harness::RedisServer;
-use support::{HANG_GUARD, LEASE, builder, is_storage, until_working, until_working_blocking};
-
-fn server() -> Option<RedisServer> {
-    redis_harness::available().then(|| RedisServer::start().expect("a test server starts"))
-}
-
-/// Whether `error` is a storage error that says no reply came in time.
-fn is_timeout(error: &Error) -> bool {
-    match error {
-        Error::Storage(source) => source
-            .downcast_ref::<RedisError>()
-            .is_some_and(RedisError::is_timeout),
-        _ => false,
-    }
-}
+use support::{
+    HANG_GUARD, LEASE, builder, is_storage, is_timeout, server, until_working,
+    until_working_blocking,
+};
 
 /// After a fault: a whole claim, wait, complete, replay cycle on fresh keys works,
 /// wake-ups included.

@@ -85,3 +85,20 @@ pub fn is_storage(error: &Error) -> bool {
         _ => false,
     }
 }
+
+/// Whether `error` is a storage error that says no reply came in time.
+pub fn is_timeout(error: &Error) -> bool {
+    match error {
+        Error::Storage(source) => source
+            .downcast_ref::<idemkit_redis::RedisError>()
+            .is_some_and(idemkit_redis::RedisError::is_timeout),
+        _ => false,
+    }
+}
+
+/// A private `redis-server` of the test's own, or `None` (a skip) without Redis
+/// installed (`redis_harness::available` fails instead when Redis is required).
+pub fn server() -> Option<redis_harness::RedisServer> {
+    redis_harness::available()
+        .then(|| redis_harness::RedisServer::start().expect("a test server starts"))
+}
