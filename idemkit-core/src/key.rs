@@ -25,17 +25,19 @@ where
         hasher.update(len.to_be_bytes());
         hasher.update(part);
     }
-    to_lower_hex(&hasher.finalize())
+    to_lower_hex(&hasher.finalize().into())
 }
 
-fn to_lower_hex(bytes: &[u8]) -> Box<str> {
+/// The 64 lowercase hex digits of a SHA-256 digest, written into an array first: one
+/// allocation of the exact size, and no per-character capacity check.
+fn to_lower_hex(digest: &[u8; 32]) -> Box<str> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    let mut text = [0u8; 64];
+    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
     }
-    text.into_boxed_str()
+    Box::from(std::str::from_utf8(&text).expect("hex digits are ASCII"))
 }
 
 /// The name under which an executor stores an operation: a hash of the caller's

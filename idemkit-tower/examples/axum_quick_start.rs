@@ -10,7 +10,10 @@ async fn charge(body: String) -> String {
 
 #[tokio::main]
 async fn main() {
-    let idempotency = IdempotencyLayer::builder(InMemoryBackend::new())
+    // The store is bounded: a new key beyond a million held records is refused (503)
+    // until stored responses expire, after 24 hours by default.
+    let backend = InMemoryBackend::builder().max_size(1_000_000).build();
+    let idempotency = IdempotencyLayer::builder(backend)
         .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
         .build()
         .unwrap();

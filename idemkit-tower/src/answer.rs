@@ -92,7 +92,7 @@ impl<'a> Answer<'a> {
     /// still running.
     pub(crate) fn finish<B: Body, E>(
         self,
-        result: Result<Outcome, RunError<NotStored<B, E>>>,
+        result: Result<Outcome, RunError<Box<NotStored<B, E>>>>,
         delivered: Option<Delivered>,
         in_flight: Option<Duration>,
     ) -> Result<Response<ResponseBody<B>>, E> {
@@ -172,7 +172,7 @@ impl<'a> Answer<'a> {
                 )
             }
             Err(RunError::HandlerFailed(not_stored)) => {
-                return match not_stored {
+                return match *not_stored {
                     NotStored::ServiceFailed(error) => {
                         self.emit(EventKind::HandlerFailed, None);
                         Err(error)

@@ -19,12 +19,19 @@ use crate::config::{Config, Shared};
 use crate::effective_key::effective_key;
 use crate::event::EventKind;
 use crate::fingerprint::request_fingerprint;
-use crate::key_header::IdempotencyKey;
+use crate::key_header::{IDEMPOTENCY_KEY, IdempotencyKey};
 use crate::problem::{Problem, ProblemType};
 use crate::request_body::{BoxError, ReadBody, RequestBody, read_capped};
 use crate::response_body::{Captured, ResponseBody, capture};
 
-/// Handles one request with the ready service `inner`.
+/// Whether the layer protects `request`: a method it covers, carrying a key or sent
+/// where a key is required. Any other request is handed on untouched.
+pub(crate) fn is_protected<ReqBody>(config: &Config, request: &Request<ReqBody>) -> bool {
+    config.methods.contains(request.method())
+        && (config.require_key || request.headers().contains_key(IDEMPOTENCY_KEY))
+}
+
+/// Handles one request that [`is_protected`], with the ready service `inner`.
 pub(crate) async fn handle<S, B, ReqBody, ResBody>(
     shared: Arc<Shared<B>>,
     mut inner: S,
@@ -38,17 +45,12 @@ where
     ResBody: Body<Data = Bytes>,
 {
     let config = &shared.config;
-    if !config.methods.contains(request.method()) {
-        return pass_through(inner, request).await;
-    }
     let (parts, body) = request.into_parts();
     let answer = Answer::new(config, &parts, Instant::now());
     let compat = config.compat;
     let key = match IdempotencyKey::from_headers(&parts.headers) {
         Ok(Some(key)) => key,
-        Ok(None) if !config.require_key => {
-            return pass_through(inner, Request::from_parts(parts, body)).await;
-        }
+        // Without a key, a protected request is one sent where keys are required.
         Ok(None) => {
             let problem = Problem::new(
                 ProblemType::MissingKey,
@@ -109,16 +111,22 @@ where
         .run_hook
         .as_ref()
         .map(|hook| hook.before(&key, &mut parts.extensions));
-    let request = Request::from_parts(parts, RequestBody::read(body));
+    // The request stays here; the operation borrows it, so the executor's run future
+    // (moved into its box) carries a pointer rather than the request's head.
+    let mut request = Some(Request::from_parts(parts, RequestBody::read(body)));
+    let request = &mut request;
 
     // Filled by the handler's run, if it runs here: what the first client receives.
     let mut delivered: Option<Delivered> = None;
     let slot = &mut delivered;
     let inner = &mut inner;
-    // Both futures are boxed: they are large (the executor's run is several kilobytes),
-    // and inline they would make every request's future as large, refusals and
-    // pass-throughs included, and be copied whole each time it moves.
+    // Both futures are boxed: they are large, and inline they would make every
+    // request's future as large, refusals and pass-throughs included, and be copied
+    // whole each time it moves.
     let run = shared.executor.run(&key, &fingerprint, move || async move {
+        let request = request
+            .take()
+            .expect("the executor runs the operation once");
         Box::pin(run_handler(inner, request, config, slot)).await
     });
     let result = Box::pin(run).await;
@@ -149,23 +157,26 @@ async fn lease_left<B: Backend>(backend: &B, key: &Key) -> Option<std::time::Dur
 /// Runs the inner service and reads its response: a response that can be stored is
 /// returned (with the stored headers) and kept in `delivered` for this client; one that
 /// cannot is returned as the error, to be delivered as it is once the claim is released.
+///
+/// The error is boxed: it holds a response's head, and every state of the executor's
+/// run future that may hold the operation's result would otherwise be that large.
 async fn run_handler<S, ReqBody, ResBody>(
     inner: &mut S,
     request: Request<RequestBody<ReqBody>>,
     config: &Config,
     delivered: &mut Option<Delivered>,
-) -> Result<idemkit_core::Response, NotStored<ResBody, S::Error>>
+) -> Result<idemkit_core::Response, Box<NotStored<ResBody, S::Error>>>
 where
     S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
     ResBody: Body<Data = Bytes>,
 {
-    let response = inner
-        .call(request)
-        .await
-        .map_err(NotStored::ServiceFailed)?;
+    let response = match inner.call(request).await {
+        Ok(response) => response,
+        Err(error) => return Err(Box::new(NotStored::ServiceFailed(error))),
+    };
     let (parts, body) = response.into_parts();
     if is_event_stream(&parts) {
-        return Err(NotStored::Streaming(parts, body));
+        return Err(Box::new(NotStored::Streaming(parts, body)));
     }
     match capture(body, config.max_response_body_bytes).await {
         Captured::Whole { bytes, trailers } => {
@@ -181,13 +192,14 @@ where
             });
             Ok(stored)
         }
-        Captured::TooLarge { body } => Err(NotStored::TooLarge(parts, body)),
-        Captured::Broken { body } => Err(NotStored::Broken(parts, body)),
+        Captured::TooLarge { body } => Err(Box::new(NotStored::TooLarge(parts, body))),
+        Captured::Broken { body } => Err(Box::new(NotStored::Broken(parts, body))),
     }
 }
 
-/// A request the layer does not protect: handed on untouched.
-async fn pass_through<S, ReqBody, ResBody>(
+/// A request the layer does not protect: handed on untouched. Its future is apart from
+/// [`handle`]'s, so such a request carries none of the protected path's state.
+pub(crate) async fn pass_through<S, ReqBody, ResBody>(
     mut inner: S,
     request: Request<ReqBody>,
 ) -> Result<Response<ResponseBody<ResBody>>, S::Error>

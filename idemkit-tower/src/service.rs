@@ -13,7 +13,7 @@ use idemkit_core::Backend;
 use tower_service::Service;
 
 use crate::config::Shared;
-use crate::handle::handle;
+use crate::handle::{handle, is_protected, pass_through};
 use crate::request_body::{BoxError, RequestBody};
 use crate::response_body::ResponseBody;
 
@@ -111,6 +111,10 @@ where
         // The instance polled ready goes with this request; a clone stays for the next.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(handle(Arc::clone(&self.shared), inner, request))
+        if is_protected(&self.shared.config, &request) {
+            Box::pin(handle(Arc::clone(&self.shared), inner, request))
+        } else {
+            Box::pin(pass_through(inner, request))
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 
 use futures_lite::FutureExt;
 
@@ -194,7 +194,9 @@ impl<B: Backend> AsyncIdempotency<B> {
                     run.claimed(claim, issued_at, timer.now())
                 }
                 Step::Wait { timeout } => {
-                    run.waited(backend.wait_for_completion(key, timeout).await)
+                    // Boxed: only a duplicate waits, and inline the wait would make
+                    // every run's future as large.
+                    run.waited(Box::pin(backend.wait_for_completion(key, timeout)).await)
                 }
                 Step::Run(held) => {
                     let op = op.take().expect("the run loop runs the operation once");
@@ -247,13 +249,26 @@ impl<B: Backend> AsyncIdempotency<B> {
                 Race::Lost => Ran::LeaseLost,
             };
         };
-        let heartbeat = async {
-            self.heartbeat(key, held).await;
-            Race::Lost
-        };
-        // The operation is polled first, so a result ready at the same time as a failed
+        // The heartbeat starts once the operation is pending, boxed: an operation that
+        // is ready at once (most are) neither allocates it nor carries it inline. The
+        // operation is polled first, so a result ready at the same time as a failed
         // renewal wins; otherwise the loser's future is dropped here.
-        match futures_lite::future::or(operation, heartbeat).await {
+        let mut operation = pin!(operation);
+        let mut start = Some(move || Box::pin(self.heartbeat(key, held)));
+        let mut heartbeat = None;
+        let race = std::future::poll_fn(|cx| {
+            if let Poll::Ready(race) = operation.as_mut().poll(cx) {
+                return Poll::Ready(race);
+            }
+            if heartbeat.is_none() {
+                heartbeat = start.take().map(|start| start());
+            }
+            match heartbeat.as_mut().map(|beating| beating.as_mut().poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(Race::Lost),
+                _ => Poll::Pending,
+            }
+        });
+        match race.await {
             Race::Finished(ran) => ran,
             Race::Lost => Ran::LeaseLost,
         }

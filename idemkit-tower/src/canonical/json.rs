@@ -7,6 +7,8 @@
 //! two numbers that round alike would fingerprint alike) and every member of an object
 //! (a library keeps one of two members that share a name).
 
+use std::borrow::Cow;
+
 /// How deep arrays and objects may nest; deeper bodies have no canonical form.
 const MAX_DEPTH: usize = 128;
 
@@ -39,6 +41,8 @@ pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
         input: body,
         at: 0,
         out: Vec::with_capacity(body.len()),
+        members: Vec::new(),
+        values: Vec::new(),
     };
     parser.skip_whitespace();
     parser.value(0)?;
@@ -47,10 +51,25 @@ pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A recursive descent over the body that writes the canonical form as it goes.
+///
+/// It allocates per body, not per value: names without escapes are borrowed from the
+/// input, and every object shares `members` and `values`.
 struct Parser<'a> {
     input: &'a [u8],
     at: usize,
     out: Vec<u8>,
+    /// The members of the objects being read, innermost last: each object's are above
+    /// those of the objects that hold it, and are taken off when it is written.
+    members: Vec<Member<'a>>,
+    /// Where an object's values wait while its members are put in order.
+    values: Vec<u8>,
+}
+
+/// One member of an object being read: its name, and where its value was written.
+struct Member<'a> {
+    name: Cow<'a, str>,
+    from: usize,
+    to: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -133,7 +152,7 @@ impl<'a> Parser<'a> {
         // Each member's value is written after the others, then the members are put in
         // order of their names into the place where the object started.
         let start = self.out.len();
-        let mut members: Vec<(String, usize, usize)> = Vec::new();
+        let first = self.members.len();
         self.skip_whitespace();
         if !self.eat(b'}') {
             loop {
@@ -149,7 +168,8 @@ impl<'a> Parser<'a> {
                 self.skip_whitespace();
                 let from = self.out.len();
                 self.value(depth)?;
-                members.push((name, from, self.out.len()));
+                let to = self.out.len();
+                self.members.push(Member { name, from, to });
                 self.skip_whitespace();
                 if self.eat(b'}') {
                     break;
@@ -159,43 +179,55 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if members.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+        let members = &mut self.members[first..];
+        members.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        if members.windows(2).any(|pair| pair[0].name == pair[1].name) {
             return None;
         }
-        let values = self.out.split_off(start);
+        self.values.clear();
+        self.values.extend_from_slice(&self.out[start..]);
+        self.out.truncate(start);
         self.out.push(b'{');
-        for (index, (name, from, to)) in members.iter().enumerate() {
+        for (index, member) in members.iter().enumerate() {
             if index > 0 {
                 self.out.push(b',');
             }
-            write_string(&mut self.out, name);
+            write_string(&mut self.out, &member.name);
             self.out.push(b':');
             self.out
-                .extend_from_slice(&values[from - start..to - start]);
+                .extend_from_slice(&self.values[member.from - start..member.to - start]);
         }
         self.out.push(b'}');
+        self.members.truncate(first);
         Some(())
     }
 
-    /// A string, its opening quote next, unescaped.
-    fn string(&mut self) -> Option<String> {
+    /// A string, its opening quote next, unescaped: borrowed from the input unless it
+    /// holds an escape.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         self.at += 1;
-        let mut text = String::new();
+        let input = self.input;
+        let mut text = Cow::Borrowed("");
         loop {
-            let run = self.input[self.at..]
+            let run = input[self.at..]
                 .iter()
                 .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
-            text.push_str(std::str::from_utf8(&self.input[self.at..self.at + run]).ok()?);
+            let chunk = std::str::from_utf8(&input[self.at..self.at + run]).ok()?;
+            if text.is_empty() {
+                text = Cow::Borrowed(chunk);
+            } else {
+                text.to_mut().push_str(chunk);
+            }
             self.at += run;
-            match self.input[self.at] {
+            match input[self.at] {
                 b'"' => {
                     self.at += 1;
                     return Some(text);
                 }
                 b'\\' => {
                     self.at += 1;
-                    text.push(self.escape()?);
+                    let escaped = self.escape()?;
+                    text.to_mut().push(escaped);
                 }
                 // A raw control character is not allowed in a JSON string.
                 _ => return None,

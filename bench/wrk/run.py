@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""wrk against the README's axum quick start: new keys and replays against no key.
+
+    python3 bench/wrk/run.py                     # 9 rounds of 5 s per figure
+    python3 bench/wrk/run.py --rounds 15 --seconds 4
+    python3 bench/wrk/run.py --binary /tmp/axum_quick_start_before   # a build kept aside
+
+Builds `idemkit-tower`'s `axum_quick_start` example in release (the README's quick
+start, unchanged: an in-memory backend of a million records, 127.0.0.1:3000, POST
+/charges) and sends it `wrk -t2 -c64` (2 threads, 64 keep-alive connections) with
+bench/wrk/charges.lua in three modes: requests without a key, each with a new key, and
+replays of 1,000 stored keys. A round starts a fresh server, warms it (storing the
+replay keys), and runs each mode once, the order rotating from round to round, so load
+from other jobs weighs on the three alike; each round gives one ratio per figure, and
+the median over the rounds is the figure (lowest and highest round its spread). wrk
+reporting any failed request or non-2xx answer stops the run.
+Client and server share the machine's cores, as wrk on loopback does. Needs wrk
+(`apt-get install wrk`); standard library only.
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+SCRIPT = pathlib.Path(__file__).resolve().parent / "charges.lua"
+ADDRESS = ("127.0.0.1", 3000)
+URL = "http://127.0.0.1:3000/charges"
+MODES = ["bare", "new", "replay"]
+
+
+def build() -> pathlib.Path:
+    subprocess.run(
+        ["cargo", "build", "--release", "-p", "idemkit-tower", "--example", "axum_quick_start"],
+        cwd=ROOT,
+        check=True,
+    )
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / "release" / "examples" / "axum_quick_start"
+
+
+def port_in_use() -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(ADDRESS) == 0
+
+
+def wait_listening(server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while not port_in_use():
+        if server.poll() is not None or time.monotonic() > deadline:
+            sys.exit("the quick start did not start listening on 127.0.0.1:3000")
+        time.sleep(0.05)
+
+
+def wrk(mode: str, run: int, seconds: int) -> float:
+    env = dict(os.environ, IDEMKIT_WRK_MODE=mode, IDEMKIT_WRK_RUN=str(run))
+    out = subprocess.run(
+        ["wrk", "-t2", "-c64", f"-d{seconds}s", "-s", str(SCRIPT), URL],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        sys.exit(f"wrk saw failed requests in mode {mode}:\n{out}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument(
+        "--binary", type=pathlib.Path, help="a quick start built earlier (skips the build)"
+    )
+    args = parser.parse_args()
+    binary = args.binary or build()
+    if port_in_use():
+        sys.exit("127.0.0.1:3000 is taken: stop what listens there first")
+    rates = {mode: [] for mode in MODES}
+    for round_ in range(args.rounds):
+        # A fresh server each round: its store of a million records holds one round's
+        # new keys, and each round starts from the same state.
+        server = subprocess.Popen([str(binary)])
+        try:
+            wait_listening(server)
+            # Warm-up: stores the 1,000 replay keys, and warms every path once.
+            for mode in ["replay", "bare", "new"]:
+                wrk(mode, 0, 1)
+            order = MODES[round_ % 3 :] + MODES[: round_ % 3]
+            for mode in order:
+                rates[mode].append(wrk(mode, round_ + 1, args.seconds))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait()
+        print(
+            f"round {round_ + 1}: "
+            + ", ".join(f"{mode} {rates[mode][-1]:,.0f}/s" for mode in MODES)
+            + f" (load {os.getloadavg()[0]:.2f})",
+            flush=True,
+        )
+    print("\n| figure, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest to highest round) |")
+    print("|---|---|---|")
+    for mode, goal in [("bare", None), ("new", 0.85), ("replay", 0.9)]:
+        median = statistics.median(rates[mode])
+        if goal is None:
+            print(f"| no key | {median:,.0f} | 1 |")
+            continue
+        ratios = [r / b for r, b in zip(rates[mode], rates["bare"])]
+        print(
+            f"| {'new keys' if mode == 'new' else 'replays'} (goal >= {goal}x) | {median:,.0f} | "
+            f"**{statistics.median(ratios):.2f}x** ({min(ratios):.2f} to {max(ratios):.2f}) |"
+        )
+
+
+if __name__ == "__main__":
+    main()
