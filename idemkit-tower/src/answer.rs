@@ -42,7 +42,7 @@ pub(crate) struct Answer<'a> {
     /// The request's URI (a cheap, shared copy), for the event's path.
     uri: Uri,
     started: Instant,
-    key: Option<Key>,
+    key: Option<&'a Key>,
 }
 
 impl<'a> Answer<'a> {
@@ -57,7 +57,7 @@ impl<'a> Answer<'a> {
     }
 
     /// This answer, for the request whose effective key is `key`.
-    pub(crate) fn with_key(mut self, key: Key) -> Self {
+    pub(crate) fn with_key(mut self, key: &'a Key) -> Self {
         self.key = Some(key);
         self
     }
@@ -298,7 +298,7 @@ impl<'a> Answer<'a> {
     fn emit(&self, kind: EventKind, status: Option<StatusCode>) {
         Report {
             kind,
-            effective_key: self.key.as_ref(),
+            effective_key: self.key,
             method: &self.method,
             path: self.uri.path(),
             status,

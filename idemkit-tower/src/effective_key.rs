@@ -6,7 +6,6 @@ use idemkit_core::Key;
 
 use crate::canonical::Target;
 use crate::fingerprint::FINGERPRINT_VERSION;
-use crate::key_header::IdempotencyKey;
 
 /// The length-prefixed SHA-256 of the client's key, the caller's scope, the method
 /// (uppercase), the canonical path and the fingerprint version (4 bytes, big-endian), in
@@ -18,9 +17,9 @@ use crate::key_header::IdempotencyKey;
 /// (it cannot compare the two), though it may be a retry of the very same one. After an
 /// upgrade that changes the version, a retry of a request first run before the upgrade
 /// finds no record and runs again; the old record expires on its own.
-pub(crate) fn effective_key(key: &IdempotencyKey, scope: &str, target: &Target<'_>) -> Key {
+pub(crate) fn effective_key(key: &[u8], scope: &str, target: &Target<'_>) -> Key {
     Key::new([
-        key.as_bytes(),
+        key,
         scope.as_bytes(),
         target.method.as_bytes(),
         target.path.as_bytes(),
@@ -31,11 +30,12 @@ pub(crate) fn effective_key(key: &IdempotencyKey, scope: &str, target: &Target<'
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_header::IdempotencyKey;
     use http::Method;
 
     /// The effective key of a request with this key, scope, method and path.
     fn effective_key(key: &IdempotencyKey, scope: &str, method: &Method, path: &str) -> Key {
-        super::effective_key(key, scope, &Target::of(method, path))
+        super::effective_key(key.as_bytes(), scope, &Target::of(method, path))
     }
 
     fn key(text: &str) -> IdempotencyKey {

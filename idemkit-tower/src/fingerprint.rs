@@ -44,7 +44,7 @@ pub(crate) fn request_fingerprint(
             .unwrap_or_default(),
         _ => Vec::new(),
     };
-    let mut fields: Vec<&[u8]> = vec![
+    let fields: [&[u8]; 6] = [
         method.as_bytes(),
         path.as_bytes(),
         &query,
@@ -52,19 +52,19 @@ pub(crate) fn request_fingerprint(
         &media_type,
         &body.bytes,
     ];
+    // Hashed as they are read: no list of fields is built.
     let counts = header_counts(&parts.headers, named_headers);
-    for (name, count) in named_headers.iter().zip(&counts) {
-        fields.push(name.as_str().as_bytes());
-        fields.push(count.as_slice());
-        fields.extend(
-            parts
-                .headers
-                .get_all(name)
-                .iter()
-                .map(|value| value.as_bytes()),
-        );
-    }
-    Fingerprint::new(fields)
+    let named = named_headers.iter().zip(&counts).flat_map(|(name, count)| {
+        let values = parts
+            .headers
+            .get_all(name)
+            .iter()
+            .map(|value| value.as_bytes());
+        [name.as_str().as_bytes(), count.as_slice()]
+            .into_iter()
+            .chain(values)
+    });
+    Fingerprint::new(fields.into_iter().chain(named))
 }
 
 fn header_counts(headers: &HeaderMap, names: &[HeaderName]) -> Vec<[u8; 4]> {

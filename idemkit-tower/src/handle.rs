@@ -19,7 +19,7 @@ use crate::config::{Config, Shared};
 use crate::effective_key::effective_key;
 use crate::event::EventKind;
 use crate::fingerprint::request_fingerprint;
-use crate::key_header::{IDEMPOTENCY_KEY, IdempotencyKey};
+use crate::key_header::{IDEMPOTENCY_KEY, key_in};
 use crate::problem::{Problem, ProblemType};
 use crate::request_body::{BoxError, ReadBody, RequestBody, read_capped};
 use crate::response_body::{Captured, ResponseBody, capture};
@@ -48,7 +48,7 @@ where
     let (parts, body) = request.into_parts();
     let answer = Answer::new(config, &parts, Instant::now());
     let compat = config.compat;
-    let key = match IdempotencyKey::from_headers(&parts.headers) {
+    let key = match key_in(&parts.headers) {
         Ok(Some(key)) => key,
         // Without a key, a protected request is one sent where keys are required.
         Ok(None) => {
@@ -105,7 +105,7 @@ where
     let target = Target::of(&parts.method, parts.uri.path());
     let key = effective_key(&key, &scope, &target);
     let fingerprint = request_fingerprint(&target, &parts, &body, &config.fingerprint_headers);
-    let answer = answer.with_key(key.clone());
+    let answer = answer.with_key(&key);
     let mut parts = parts;
     let guard = config
         .run_hook

@@ -5,6 +5,7 @@
 //! The key is opaque bytes, 1 to 255 of them (bytes, not characters: a multi-byte
 //! character counts for each of its bytes).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use http::HeaderMap;
@@ -43,36 +44,17 @@ impl IdempotencyKey {
     /// The key carried by `headers`: `Ok(None)` when the header is absent, an error when
     /// it is present but unusable (sent twice, empty, too long, or badly quoted).
     pub fn from_headers(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, KeyHeaderError> {
-        let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
-        let Some(value) = values.next() else {
-            return Ok(None);
-        };
-        if values.next().is_some() {
-            // Two keys for one request: which one the client meant is a guess.
-            return Err(KeyHeaderError::Repeated);
-        }
-        IdempotencyKey::parse(value.as_bytes()).map(Some)
+        Ok(key_in(headers)?.map(IdempotencyKey::owning))
     }
 
     /// Parses one header value: a structured-field string (starting with `"`) or a bare
     /// value. Surrounding spaces and tabs are ignored.
     pub fn parse(value: &[u8]) -> Result<IdempotencyKey, KeyHeaderError> {
-        let value = trim_whitespace(value);
-        let key = if value.first() == Some(&b'"') {
-            unquote(value)?
-        } else {
-            if value.iter().any(|&byte| is_control(byte)) {
-                return Err(KeyHeaderError::ControlCharacter);
-            }
-            value.to_vec()
-        };
-        if key.is_empty() {
-            return Err(KeyHeaderError::Empty);
-        }
-        if key.len() > MAX_KEY_BYTES {
-            return Err(KeyHeaderError::TooLong { len: key.len() });
-        }
-        Ok(IdempotencyKey(key.into_boxed_slice()))
+        parse_value(value).map(IdempotencyKey::owning)
+    }
+
+    fn owning(key: Cow<'_, [u8]>) -> IdempotencyKey {
+        IdempotencyKey(key.into_owned().into_boxed_slice())
     }
 
     /// The key's bytes.
@@ -89,6 +71,40 @@ impl IdempotencyKey {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// The bytes of the key carried by `headers`, as [`IdempotencyKey::from_headers`] reads
+/// them, borrowed from the header unless they were quoted.
+pub(crate) fn key_in(headers: &HeaderMap) -> Result<Option<Cow<'_, [u8]>>, KeyHeaderError> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        // Two keys for one request: which one the client meant is a guess.
+        return Err(KeyHeaderError::Repeated);
+    }
+    parse_value(value.as_bytes()).map(Some)
+}
+
+/// [`IdempotencyKey::parse`], borrowing a bare key from `value`.
+fn parse_value(value: &[u8]) -> Result<Cow<'_, [u8]>, KeyHeaderError> {
+    let value = trim_whitespace(value);
+    let key = if value.first() == Some(&b'"') {
+        Cow::Owned(unquote(value)?)
+    } else {
+        if value.iter().any(|&byte| is_control(byte)) {
+            return Err(KeyHeaderError::ControlCharacter);
+        }
+        Cow::Borrowed(value)
+    };
+    if key.is_empty() {
+        return Err(KeyHeaderError::Empty);
+    }
+    if key.len() > MAX_KEY_BYTES {
+        return Err(KeyHeaderError::TooLong { len: key.len() });
+    }
+    Ok(key)
 }
 
 impl fmt::Debug for IdempotencyKey {

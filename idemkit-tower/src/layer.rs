@@ -74,7 +74,7 @@ impl<B: Backend> IdempotencyLayer<B> {
             .of(parts)
             .ok_or(KeyError::NoIdentity)?;
         let target = Target::of(&parts.method, parts.uri.path());
-        Ok(effective_key(&key, &scope, &target))
+        Ok(effective_key(key.as_bytes(), &scope, &target))
     }
 }
 

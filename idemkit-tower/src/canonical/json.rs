@@ -42,7 +42,6 @@ pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
         at: 0,
         out: Vec::with_capacity(body.len()),
         members: Vec::new(),
-        values: Vec::new(),
     };
     parser.skip_whitespace();
     parser.value(0)?;
@@ -53,7 +52,7 @@ pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
 /// A recursive descent over the body that writes the canonical form as it goes.
 ///
 /// It allocates per body, not per value: names without escapes are borrowed from the
-/// input, and every object shares `members` and `values`.
+/// input, and every object shares `members`.
 struct Parser<'a> {
     input: &'a [u8],
     at: usize,
@@ -61,8 +60,6 @@ struct Parser<'a> {
     /// The members of the objects being read, innermost last: each object's are above
     /// those of the objects that hold it, and are taken off when it is written.
     members: Vec<Member<'a>>,
-    /// Where an object's values wait while its members are put in order.
-    values: Vec<u8>,
 }
 
 /// One member of an object being read: its name, and where its value was written.
@@ -149,8 +146,9 @@ impl<'a> Parser<'a> {
             return None;
         }
         self.at += 1;
-        // Each member's value is written after the others, then the members are put in
-        // order of their names into the place where the object started.
+        // Each member's value is written after the others; then the object is written
+        // after them, its members in order of their names, and moved to where it
+        // started.
         let start = self.out.len();
         let first = self.members.len();
         self.skip_whitespace();
@@ -184,9 +182,7 @@ impl<'a> Parser<'a> {
         if members.windows(2).any(|pair| pair[0].name == pair[1].name) {
             return None;
         }
-        self.values.clear();
-        self.values.extend_from_slice(&self.out[start..]);
-        self.out.truncate(start);
+        let values_end = self.out.len();
         self.out.push(b'{');
         for (index, member) in members.iter().enumerate() {
             if index > 0 {
@@ -194,10 +190,11 @@ impl<'a> Parser<'a> {
             }
             write_string(&mut self.out, &member.name);
             self.out.push(b':');
-            self.out
-                .extend_from_slice(&self.values[member.from - start..member.to - start]);
+            self.out.extend_from_within(member.from..member.to);
         }
         self.out.push(b'}');
+        self.out.copy_within(values_end.., start);
+        self.out.truncate(start + (self.out.len() - values_end));
         self.members.truncate(first);
         Some(())
     }
@@ -407,6 +404,24 @@ mod tests {
 
     fn alike(a: &str, b: &str) -> bool {
         canonical_json(a.as_bytes()).unwrap() == canonical_json(b.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn objects_in_objects_and_arrays_are_each_put_in_order() {
+        // Every object shares the parser's list of members and is reordered in place,
+        // so siblings, parents and children must not see each other's members.
+        assert_eq!(
+            canonical(
+                r#"{"z":[{"b":2,"a":1},{"d":{"f":6,"e":5},"c":3}],"y":"\u0041","\u0078":{}}"#
+            ),
+            r#"{"x":{},"y":"A","z":[{"a":1,"b":2},{"c":3,"d":{"e":5,"f":6}}]}"#
+        );
+        // A repeated name deep inside has no canonical form, as at the top.
+        assert_eq!(canonical_json(br#"{"b":[{"a":1,"a":1}],"a":0}"#), None);
+        assert!(alike(
+            r#"{"b":{"d":1,"c":[]},"a":"x"}"#,
+            r#"{"a":"x","b":{"c":[],"d":1}}"#
+        ));
     }
 
     #[test]
