@@ -12,8 +12,10 @@ bench/wrk/charges.lua in three modes: requests without a key, each with a new ke
 replays of 1,000 stored keys. A round starts a fresh server, warms it (storing the
 replay keys), and runs each mode once, the order rotating from round to round, so load
 from other jobs weighs on the three alike; each round gives one ratio per figure, and
-the median over the rounds is the figure (lowest and highest round its spread). wrk
-reporting any failed request or non-2xx answer stops the run.
+the median over the rounds is the figure (lowest and highest round its spread). The CPU
+time each request cost the server and the client (from /proc and getrusage) is printed
+beside it: less moved by other jobs than the rate, it shows where the difference lies.
+wrk reporting any failed request or non-2xx answer stops the run.
 Client and server share the machine's cores, as wrk on loopback does. Needs wrk
 (`apt-get install wrk`); standard library only.
 """
@@ -22,12 +24,14 @@ import argparse
 import os
 import pathlib
 import re
+import resource
 import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SCRIPT = pathlib.Path(__file__).resolve().parent / "charges.lua"
@@ -59,8 +63,24 @@ def wait_listening(server: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
-def wrk(mode: str, run: int, seconds: int) -> float:
+class Figure(NamedTuple):
+    """One wrk run: requests per second, and CPU time per request in microseconds."""
+
+    rate: float
+    server_us: float
+    client_us: float
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time of process `pid` so far."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
     env = dict(os.environ, IDEMKIT_WRK_MODE=mode, IDEMKIT_WRK_RUN=str(run))
+    server_before = cpu_seconds(server)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         ["wrk", "-t2", "-c64", f"-d{seconds}s", "-s", str(SCRIPT), URL],
         env=env,
@@ -68,9 +88,17 @@ def wrk(mode: str, run: int, seconds: int) -> float:
         capture_output=True,
         text=True,
     ).stdout
+    server_cpu = cpu_seconds(server) - server_before
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     if "Non-2xx" in out or "Socket errors" in out:
         sys.exit(f"wrk saw failed requests in mode {mode}:\n{out}")
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    return Figure(
+        rate=float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        server_us=server_cpu / requests * 1e6,
+        client_us=client_cpu / requests * 1e6,
+    )
 
 
 def main() -> None:
@@ -93,30 +121,37 @@ def main() -> None:
             wait_listening(server)
             # Warm-up: stores the 1,000 replay keys, and warms every path once.
             for mode in ["replay", "bare", "new"]:
-                wrk(mode, 0, 1)
+                wrk(mode, 0, 1, server.pid)
             order = MODES[round_ % 3 :] + MODES[: round_ % 3]
             for mode in order:
-                rates[mode].append(wrk(mode, round_ + 1, args.seconds))
+                rates[mode].append(wrk(mode, round_ + 1, args.seconds, server.pid))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait()
         print(
             f"round {round_ + 1}: "
-            + ", ".join(f"{mode} {rates[mode][-1]:,.0f}/s" for mode in MODES)
+            + ", ".join(f"{mode} {rates[mode][-1].rate:,.0f}/s" for mode in MODES)
             + f" (load {os.getloadavg()[0]:.2f})",
             flush=True,
         )
-    print("\n| figure, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest to highest round) |")
-    print("|---|---|---|")
+    print(
+        "\n| figure, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest to"
+        " highest round) | CPU us per request, server + wrk, medians |"
+    )
+    print("|---|---|---|---|")
     for mode, goal in [("bare", None), ("new", 0.85), ("replay", 0.9)]:
-        median = statistics.median(rates[mode])
+        median = statistics.median(figure.rate for figure in rates[mode])
+        server = statistics.median(figure.server_us for figure in rates[mode])
+        client = statistics.median(figure.client_us for figure in rates[mode])
+        cpu = f"{server:.1f} + {client:.1f}"
         if goal is None:
-            print(f"| no key | {median:,.0f} | 1 |")
+            print(f"| no key | {median:,.0f} | 1 | {cpu} |")
             continue
-        ratios = [r / b for r, b in zip(rates[mode], rates["bare"])]
+        ratios = [r.rate / b.rate for r, b in zip(rates[mode], rates["bare"])]
+        name = "new keys" if mode == "new" else "replays"
         print(
-            f"| {'new keys' if mode == 'new' else 'replays'} (goal >= {goal}x) | {median:,.0f} | "
-            f"**{statistics.median(ratios):.2f}x** ({min(ratios):.2f} to {max(ratios):.2f}) |"
+            f"| {name} (goal >= {goal}x) | {median:,.0f} | **{statistics.median(ratios):.2f}x**"
+            f" ({min(ratios):.2f} to {max(ratios):.2f}) | {cpu} |"
         )
 
 
