@@ -302,7 +302,7 @@ impl<'a> Answer<'a> {
             method: &self.method,
             path: self.uri.path(),
             status,
-            latency: self.started.elapsed(),
+            started: self.started,
             backend: self.config.backend_name,
             fingerprint_version: FINGERPRINT_VERSION,
         }

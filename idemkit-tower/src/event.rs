@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 use idemkit_core::{Decision, Key};
@@ -201,7 +201,9 @@ pub(crate) struct Report<'a> {
     pub(crate) method: &'a Method,
     pub(crate) path: &'a str,
     pub(crate) status: Option<StatusCode>,
-    pub(crate) latency: Duration,
+    /// When the request arrived: the latency is read off the clock only for a log line
+    /// a subscriber records or for a callback.
+    pub(crate) started: Instant,
     pub(crate) backend: &'static str,
     pub(crate) fingerprint_version: u32,
 }
@@ -211,7 +213,6 @@ impl Report<'_> {
     pub(crate) fn emit(&self, callback: Option<&EventCallback>) {
         let key = self.effective_key.map_or("", |key| key.as_str());
         let status = self.status.map_or(0, |status| status.as_u16());
-        let latency_us = u64::try_from(self.latency.as_micros()).unwrap_or(u64::MAX);
         macro_rules! log {
             ($level:expr) => {
                 tracing::event!(
@@ -222,7 +223,8 @@ impl Report<'_> {
                     method = self.method.as_str(),
                     path = self.path,
                     status,
-                    latency_us,
+                    latency_us = u64::try_from(self.started.elapsed().as_micros())
+                        .unwrap_or(u64::MAX),
                     backend = self.backend,
                     fingerprint_version = self.fingerprint_version,
                     "idempotency.{}",
@@ -244,7 +246,7 @@ impl Report<'_> {
                 method: self.method.clone(),
                 path: self.path.to_owned(),
                 status: self.status,
-                latency: self.latency,
+                latency: self.started.elapsed(),
                 backend: self.backend,
                 fingerprint_version: self.fingerprint_version,
             });
@@ -352,7 +354,7 @@ mod tests {
             method: &Method::POST,
             path: "/r",
             status: Some(StatusCode::LOCKED),
-            latency: Duration::from_millis(3),
+            started: Instant::now(),
             backend: "memory",
             fingerprint_version: 1,
         };

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use futures_lite::FutureExt;
 
@@ -156,9 +157,14 @@ impl<B: Backend> AsyncIdempotency<B> {
         Fut: Future<Output = Result<Response, E>>,
     {
         let inner = &*self.inner;
-        let started = inner.timer.now();
+        // The clock is read for the event's latency only if a callback will get one.
+        let started = self.observer.is_listening().then(|| inner.timer.now());
         let finished = self.execute(key.as_str(), fingerprint, op).await;
-        let latency = inner.timer.now().saturating_duration_since(started);
+        let latency = || {
+            started.map_or(Duration::ZERO, |started| {
+                inner.timer.now().saturating_duration_since(started)
+            })
+        };
         let version = inner.policy.fingerprint_version();
         self.observer.finish(key, version, latency, finished)
     }

@@ -36,11 +36,17 @@ impl Observer {
 
     /// Reports the one event of a run that ended as `finished`, then hands its result
     /// back, or resumes the operation's panic (reported as `HandlerFailed`).
+    /// Whether a callback listens: a run reads the clock for its latency only then.
+    pub(crate) fn is_listening(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// `latency` is called only when a callback listens.
     pub(crate) fn finish<E>(
         &self,
         key: &Key,
         fingerprint_version: u32,
-        latency: Duration,
+        latency: impl FnOnce() -> Duration,
         finished: Finished<E>,
     ) -> Result<Outcome, RunError<E>> {
         // Built only for a callback: the event owns a copy of the key (an allocation a
@@ -50,7 +56,7 @@ impl Observer {
                 decision: finished.decision(),
                 key: key.clone(),
                 fingerprint_version,
-                latency,
+                latency: latency(),
                 unstored: finished.unstored(),
             });
         }
