@@ -390,8 +390,17 @@ fn write_decimal(
 /// Writes a string as a JSON string: UTF-8, with `"`, `\` and control characters
 /// escaped. One spelling per string, so equal strings write equal bytes.
 fn write_string(out: &mut Vec<u8>, text: &str) {
-    // Serializing a `&str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(out, text);
+    let needs_escape = |byte: u8| byte < 0x20 || byte == b'"' || byte == b'\\';
+    if text.bytes().any(needs_escape) {
+        // Serializing a `&str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(out, text);
+    } else {
+        // What serde_json writes for such a string: its bytes, between quotes.
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    }
 }
 
 #[cfg(test)]
@@ -404,6 +413,92 @@ mod tests {
 
     fn alike(a: &str, b: &str) -> bool {
         canonical_json(a.as_bytes()).unwrap() == canonical_json(b.as_bytes()).unwrap()
+    }
+
+    /// Any JSON value without floats (their text is not one spelling) and with unique
+    /// names (serde_json's map keeps one per name).
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// `value` as JSON text, each object's members in reverse order of their names if
+    /// `reversed`, with spaces around every token if `spaced`.
+    fn written(value: &serde_json::Value, reversed: bool, spaced: bool) -> String {
+        use serde_json::Value;
+        let gap = if spaced { " " } else { "" };
+        match value {
+            Value::Array(items) => {
+                let items: Vec<_> = items
+                    .iter()
+                    .map(|item| written(item, reversed, spaced))
+                    .collect();
+                format!("[{gap}{}{gap}]", items.join(&format!("{gap},{gap}")))
+            }
+            Value::Object(members) => {
+                let mut members: Vec<_> = members
+                    .iter()
+                    .map(|(name, value)| {
+                        let name = serde_json::to_string(name).unwrap();
+                        format!("{name}{gap}:{gap}{}", written(value, reversed, spaced))
+                    })
+                    .collect();
+                if reversed {
+                    members.reverse();
+                }
+                format!("{{{gap}{}{gap}}}", members.join(&format!("{gap},{gap}")))
+            }
+            leaf => serde_json::to_string(leaf).unwrap(),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_value_has_one_canonical_form_whatever_its_order_and_spacing(value in json_value()) {
+            let canonical = canonical_json(written(&value, false, false).as_bytes()).unwrap();
+            let other = written(&value, true, true);
+            proptest::prop_assert_eq!(&canonical_json(other.as_bytes()).unwrap(), &canonical);
+            // The canonical form is its own canonical form, and means the same value.
+            proptest::prop_assert_eq!(&canonical_json(&canonical).unwrap(), &canonical);
+            let reread: serde_json::Value = serde_json::from_slice(&canonical).unwrap();
+            proptest::prop_assert_eq!(reread, value);
+        }
+
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(text in proptest::prelude::any::<String>()) {
+            let mut ours = Vec::new();
+            write_string(&mut ours, &text);
+            proptest::prop_assert_eq!(ours, serde_json::to_vec(&text).unwrap());
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for text in [
+            "",
+            "plain",
+            "caf\u{e9} \u{1f600}",
+            "q\"b\\",
+            "tab\tnl\n\u{1}",
+            "/",
+        ] {
+            let mut ours = Vec::new();
+            write_string(&mut ours, text);
+            assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]
