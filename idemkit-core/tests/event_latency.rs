@@ -23,6 +23,14 @@ fn recorder() -> (
     })
 }
 
+/// The run reported one event, whose latency covers the operation's time.
+fn assert_one_event_of_the_run(events: &Mutex<Vec<Event>>) {
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1);
+    let latency = events[0].latency;
+    assert!(latency >= RUN_TIME, "latency {latency:?}");
+}
+
 #[test]
 fn the_blocking_executor_reports_the_time_a_run_took() {
     let (events, record) = recorder();
@@ -34,13 +42,7 @@ fn the_blocking_executor_reports_the_time_a_run_took() {
             Ok::<_, Infallible>(Response::new(201, "made"))
         })
         .unwrap();
-    let events = events.lock().unwrap();
-    assert_eq!(events.len(), 1);
-    assert!(
-        events[0].latency >= RUN_TIME,
-        "latency {:?}",
-        events[0].latency
-    );
+    assert_one_event_of_the_run(&events);
 }
 
 #[test]
@@ -53,11 +55,5 @@ fn the_async_executor_reports_the_time_a_run_took() {
         Ok::<_, Infallible>(Response::new(201, "made"))
     }))
     .unwrap();
-    let events = events.lock().unwrap();
-    assert_eq!(events.len(), 1);
-    assert!(
-        events[0].latency >= RUN_TIME,
-        "latency {:?}",
-        events[0].latency
-    );
+    assert_one_event_of_the_run(&events);
 }
