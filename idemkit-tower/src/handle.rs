@@ -121,8 +121,8 @@ where
     let slot = &mut delivered;
     let inner = &mut inner;
     // Both futures are boxed: they are large, and inline they would make every
-    // request's future as large, refusals and pass-throughs included, and be copied
-    // whole each time it moves.
+    // protected request's future as large, refusals included, and be copied whole each
+    // time it moves.
     let run = shared.executor.run(&key, &fingerprint, move || async move {
         let request = request
             .take()

@@ -11,7 +11,7 @@ use tower_layer::Layer;
 use crate::canonical::Target;
 use crate::config::{Config, Shared};
 use crate::effective_key::effective_key;
-use crate::key_header::{IdempotencyKey, KeyHeaderError};
+use crate::key_header::{KeyHeaderError, key_in};
 use crate::service::IdempotencyService;
 
 /// A tower [`Layer`] that runs each keyed request once and replays its response to
@@ -64,7 +64,7 @@ impl<B: Backend> IdempotencyLayer<B> {
     /// stores its record (a SHA-256 of the client's key, the caller's scope, the method
     /// and the canonical path). Useful to inspect or delete a record.
     pub fn effective_key(&self, parts: &Parts) -> Result<Key, KeyError> {
-        let key = IdempotencyKey::from_headers(&parts.headers)
+        let key = key_in(&parts.headers)
             .map_err(KeyError::Invalid)?
             .ok_or(KeyError::Missing)?;
         let scope = self
@@ -74,7 +74,7 @@ impl<B: Backend> IdempotencyLayer<B> {
             .of(parts)
             .ok_or(KeyError::NoIdentity)?;
         let target = Target::of(&parts.method, parts.uri.path());
-        Ok(effective_key(key.as_bytes(), &scope, &target))
+        Ok(effective_key(&key, &scope, &target))
     }
 }
 

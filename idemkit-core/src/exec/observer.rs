@@ -34,14 +34,14 @@ impl Observer {
         }
     }
 
-    /// Reports the one event of a run that ended as `finished`, then hands its result
-    /// back, or resumes the operation's panic (reported as `HandlerFailed`).
     /// Whether a callback listens: a run reads the clock for its latency only then.
     pub(crate) fn is_listening(&self) -> bool {
         self.0.is_some()
     }
 
-    /// `latency` is called only when a callback listens.
+    /// Reports the one event of a run that ended as `finished`, then hands its result
+    /// back, or resumes the operation's panic (reported as `HandlerFailed`). `latency`
+    /// is called only when a callback listens.
     pub(crate) fn finish<E>(
         &self,
         key: &Key,
