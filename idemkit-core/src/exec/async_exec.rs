@@ -146,31 +146,43 @@ impl<B: Backend> AsyncIdempotency<B> {
     ///
     /// The future is `Send` whenever `op`, its future and its error are, so it can be
     /// spawned.
-    pub async fn run<E, F, Fut>(
+    pub fn run<E, F, Fut>(
         &self,
         key: &Key,
         fingerprint: &Fingerprint,
         op: F,
-    ) -> Result<Outcome, RunError<E>>
+    ) -> impl Future<Output = Result<Outcome, RunError<E>>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
     {
-        let inner = &*self.inner;
-        // The clock is read for the event's latency only if a callback will get one.
-        let started = self.observer.is_listening().then(|| inner.timer.now());
-        let finished = self.execute(key.as_str(), fingerprint, op).await;
-        let latency = || {
-            started.map_or(Duration::ZERO, |started| {
-                inner.timer.now().saturating_duration_since(started)
-            })
-        };
-        let version = inner.policy.fingerprint_version();
-        self.observer.finish(key, version, latency, finished)
+        // Not an `async fn`: that would keep its arguments twice in the future (as
+        // arguments, then as locals), and the operation is the largest of them. Here the
+        // operation is moved in once and lent to `execute`.
+        let mut op = Some(op);
+        async move {
+            let inner = &*self.inner;
+            // The clock is read for the event's latency only if a callback will get one.
+            let started = self.observer.is_listening().then(|| inner.timer.now());
+            let finished = self.execute(key.as_str(), fingerprint, &mut op).await;
+            let latency = || {
+                started.map_or(Duration::ZERO, |started| {
+                    inner.timer.now().saturating_duration_since(started)
+                })
+            };
+            let version = inner.policy.fingerprint_version();
+            self.observer.finish(key, version, latency, finished)
+        }
     }
 
-    /// Performs the steps the run loop asks for until it is done.
-    async fn execute<E, F, Fut>(&self, key: &str, fingerprint: &Fingerprint, op: F) -> Finished<E>
+    /// Performs the steps the run loop asks for until it is done; takes the operation
+    /// out of `op` to run it.
+    async fn execute<E, F, Fut>(
+        &self,
+        key: &str,
+        fingerprint: &Fingerprint,
+        op: &mut Option<F>,
+    ) -> Finished<E>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Response, E>>,
@@ -182,7 +194,6 @@ impl<B: Backend> AsyncIdempotency<B> {
             ..
         } = &*self.inner;
         let (mut run, mut step) = RunLoop::start(policy, fingerprint, timer.now());
-        let mut op = Some(op);
         // Armed while this run holds a claim it has not settled.
         let mut guard: Option<ReleaseOnDrop<'_, B>> = None;
         loop {
@@ -197,7 +208,7 @@ impl<B: Backend> AsyncIdempotency<B> {
                             policy.lease_ttl(),
                         )
                         .await;
-                    run.claimed(claim, issued_at, timer.now())
+                    run.claimed(claim, issued_at, || timer.now())
                 }
                 Step::Wait { timeout } => {
                     // Boxed: only a duplicate waits, and inline the wait would make

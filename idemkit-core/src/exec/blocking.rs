@@ -188,7 +188,7 @@ impl<B: BlockingBackend> Idempotency<B> {
                         policy.fingerprint_version(),
                         policy.lease_ttl(),
                     );
-                    run.claimed(claim, issued_at, Instant::now())
+                    run.claimed(claim, issued_at, Instant::now)
                 }
                 Step::Wait { timeout } => run.waited(backend.wait_for_completion(key, timeout)),
                 Step::Run(held) => {

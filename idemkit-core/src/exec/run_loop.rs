@@ -144,12 +144,13 @@ impl<'a, E> RunLoop<'a, E> {
     }
 
     /// The claim's result. `issued_at` is the backend's time read just before the claim
-    /// was sent; `now` is the executor's timer now.
+    /// was sent; `now` reads the executor's timer, which only a claim that finds its key
+    /// in flight needs (a run or a replay does not read the clock again).
     pub(crate) fn claimed(
         &mut self,
         claim: Result<Claim, Error>,
         issued_at: Instant,
-        now: Instant,
+        now: impl FnOnce() -> Instant,
     ) -> Step<E> {
         let claim = match claim {
             Ok(claim) => claim,
@@ -168,7 +169,7 @@ impl<'a, E> RunLoop<'a, E> {
             Next::Replay(outcome) => Step::Done(Finished::Outcome(outcome)),
             Next::Refuse => Step::Done(Finished::Error(RunError::PayloadMismatch)),
             Next::Wait { lease_until } => {
-                let timeout = remaining(self.deadline, now);
+                let timeout = remaining(self.deadline, now());
                 if timeout.is_zero() {
                     let retry_after = decide::retry_after(lease_until, issued_at);
                     return Step::Done(Finished::Error(RunError::InProgress { retry_after }));
@@ -330,7 +331,7 @@ mod tests {
         let (mut run, step) = Loop::start(&policy, &fp, now);
         assert!(matches!(step, Step::Claim));
         let issued_at = now - Duration::from_secs(5);
-        match run.claimed(Ok(Claim::New(token())), issued_at, now) {
+        match run.claimed(Ok(Claim::New(token())), issued_at, || now) {
             Step::Run(Some(held)) => {
                 assert_eq!(held.token, token());
                 assert_eq!(held.interval, Some(Duration::from_secs(2)));
@@ -356,7 +357,7 @@ mod tests {
             (Ok(false), Decision::ReclaimedLoss),
         ] {
             let (mut run, _) = Loop::start(&policy, &fp, now);
-            let _ = run.claimed(Ok(Claim::New(token())), now, now);
+            let _ = run.claimed(Ok(Claim::New(token())), now, || now);
             let Step::Complete {
                 token: held,
                 response,
@@ -400,7 +401,7 @@ mod tests {
         ];
         for (ran, expected) in cases {
             let (mut run, _) = Loop::start(&policy, &fp, now);
-            let _ = run.claimed(Ok(Claim::Reclaimed(token())), now, now);
+            let _ = run.claimed(Ok(Claim::Reclaimed(token())), now, || now);
             let step = run.ran(ran);
             assert!(
                 matches!(&step, Step::Release { token: t } if *t == token()),
@@ -421,14 +422,14 @@ mod tests {
         let (mut run, _) = Loop::start(&policy, &fp, start);
         let lease_until = start + Duration::from_secs(20);
         let later = start + Duration::from_secs(4);
-        match run.claimed(Ok(in_flight(&fp, lease_until)), later, later) {
+        match run.claimed(Ok(in_flight(&fp, lease_until)), later, || later) {
             Step::Wait { timeout } => assert_eq!(timeout, Duration::from_secs(6)),
             other => panic!("expected a wait, got {other:?}"),
         }
         // The wait timed out: claim again, and it is still in flight.
         assert!(matches!(run.waited(Ok(None)), Step::Claim));
         let end = start + Duration::from_secs(10);
-        match done(run.claimed(Ok(in_flight(&fp, lease_until)), end, end)) {
+        match done(run.claimed(Ok(in_flight(&fp, lease_until)), end, || end)) {
             Finished::Error(RunError::InProgress { retry_after }) => {
                 assert_eq!(retry_after, Duration::from_secs(10));
             }
@@ -443,11 +444,15 @@ mod tests {
         let closed = Policy::default();
         let (mut run, _) = Loop::start(&closed, &fp, now);
         assert!(matches!(
-            done(run.claimed(Err(storage_error()), now, now)),
+            done(run.claimed(Err(storage_error()), now, || now)),
             Finished::Error(RunError::StorageFailed(_))
         ));
         let (mut run, _) = Loop::start(&closed, &fp, now);
-        let _ = run.claimed(Ok(in_flight(&fp, now + Duration::from_secs(30))), now, now);
+        let _ = run.claimed(
+            Ok(in_flight(&fp, now + Duration::from_secs(30))),
+            now,
+            || now,
+        );
         assert!(matches!(
             done(run.waited(Err(storage_error()))),
             Finished::Error(RunError::StorageFailed(_))
@@ -459,7 +464,7 @@ mod tests {
             .unwrap();
         let (mut run, _) = Loop::start(&open, &fp, now);
         assert!(matches!(
-            run.claimed(Err(storage_error()), now, now),
+            run.claimed(Err(storage_error()), now, || now),
             Step::Run(None)
         ));
         match done(run.ran(Ran::Returned(Ok(Response::new(200, "ran"))))) {
