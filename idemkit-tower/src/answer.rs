@@ -38,20 +38,36 @@ pub(crate) enum NotStored<ResBody: Body, E> {
 /// Answers one protected request and reports what was decided.
 pub(crate) struct Answer<'a> {
     config: &'a Config,
+    /// What the event reports of the request, kept only if an event will be reported.
+    origin: Option<Box<Origin>>,
+    key: Option<&'a Key>,
+}
+
+/// The request as its event reports it.
+struct Origin {
     method: http::Method,
     /// The request's URI (a cheap, shared copy), for the event's path.
     uri: Uri,
     started: Instant,
-    key: Option<&'a Key>,
 }
 
 impl<'a> Answer<'a> {
-    pub(crate) fn new(config: &'a Config, parts: &request::Parts, started: Instant) -> Self {
+    /// The answer to the request with head `parts`. Its event is reported to the
+    /// layer's callback and through `tracing`; if neither listens when the request
+    /// arrives (no callback, no subscriber taking the layer's events), the request is
+    /// not remembered for one: no copy of its method and URI, no clock read.
+    pub(crate) fn new(config: &'a Config, parts: &request::Parts) -> Self {
+        let listening = config.on_event.is_some() || tracing_listens();
+        let origin = listening.then(|| {
+            Box::new(Origin {
+                method: parts.method.clone(),
+                uri: parts.uri.clone(),
+                started: Instant::now(),
+            })
+        });
         Answer {
             config,
-            method: parts.method.clone(),
-            uri: parts.uri.clone(),
-            started,
+            origin,
             key: None,
         }
     }
@@ -93,7 +109,7 @@ impl<'a> Answer<'a> {
     pub(crate) fn finish<B: Body, E>(
         self,
         result: Result<Outcome, RunError<Box<NotStored<B, E>>>>,
-        delivered: Option<Delivered>,
+        delivered: Option<Box<Delivered>>,
         in_flight: Option<Duration>,
     ) -> Result<Response<ResponseBody<B>>, E> {
         let compat = self.config.compat;
@@ -224,7 +240,7 @@ impl<'a> Answer<'a> {
     /// with why it was not stored, if it was to be and was not.
     fn deliver<B: Body>(
         self,
-        delivered: Delivered,
+        delivered: Box<Delivered>,
         unstored: Option<ReplayUnavailable>,
         kind: EventKind,
     ) -> Response<ResponseBody<B>> {
@@ -232,7 +248,7 @@ impl<'a> Answer<'a> {
             parts,
             body,
             trailers,
-        } = delivered;
+        } = *delivered;
         self.pass_on(
             parts,
             ResponseBody::whole_with_trailers(body, trailers),
@@ -296,16 +312,27 @@ impl<'a> Answer<'a> {
     }
 
     fn emit(&self, kind: EventKind, status: Option<StatusCode>) {
+        let Some(origin) = &self.origin else {
+            return;
+        };
         Report {
             kind,
             effective_key: self.key,
-            method: &self.method,
-            path: self.uri.path(),
+            method: &origin.method,
+            path: origin.uri.path(),
             status,
-            started: self.started,
+            started: origin.started,
             backend: self.config.backend_name,
             fingerprint_version: FINGERPRINT_VERSION,
         }
         .emit(self.config.on_event.as_ref());
     }
+}
+
+/// Whether a `tracing` subscriber takes any of the layer's events (they are logged at
+/// `DEBUG`, `INFO` or `WARN`, by their kind).
+fn tracing_listens() -> bool {
+    tracing::enabled!(target: "idemkit_tower", tracing::Level::WARN)
+        || tracing::enabled!(target: "idemkit_tower", tracing::Level::INFO)
+        || tracing::enabled!(target: "idemkit_tower", tracing::Level::DEBUG)
 }

@@ -2,8 +2,8 @@
 //! through the core's executor, whose outcome [`answer`](crate::answer) turns into the
 //! response.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
@@ -32,11 +32,16 @@ pub(crate) fn is_protected<ReqBody>(config: &Config, request: &Request<ReqBody>)
 }
 
 /// Handles one request that [`is_protected`], with the ready service `inner`.
-pub(crate) async fn handle<S, B, ReqBody, ResBody>(
+///
+/// The request's head is kept in one place for the whole request (`head`, taken by the
+/// run that hands it to the handler) rather than moved from local to local: each move
+/// would be one more copy of it in the future, which `call` boxes for every protected
+/// request and which is best kept under the allocator's thread-cache limit (1 KiB).
+pub(crate) fn handle<S, B, ReqBody, ResBody>(
     shared: Arc<Shared<B>>,
     mut inner: S,
     request: Request<ReqBody>,
-) -> Result<Response<ResponseBody<ResBody>>, S::Error>
+) -> impl Future<Output = Result<Response<ResponseBody<ResBody>>, S::Error>>
 where
     S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
     B: Backend,
@@ -44,105 +49,105 @@ where
     ReqBody::Error: Into<BoxError>,
     ResBody: Body<Data = Bytes>,
 {
-    let config = &shared.config;
-    let (parts, body) = request.into_parts();
-    let answer = Answer::new(config, &parts, Instant::now());
-    let compat = config.compat;
-    let key = match key_in(&parts.headers) {
-        Ok(Some(key)) => key,
-        // Without a key, a protected request is one sent where keys are required.
-        Ok(None) => {
+    let (head, body) = request.into_parts();
+    let mut head = Some(head);
+    async move {
+        let config = &shared.config;
+        let parts = head.as_ref().expect("the head is taken only by the run");
+        let answer = Answer::new(config, parts);
+        let compat = config.compat;
+        let key = match key_in(&parts.headers) {
+            Ok(Some(key)) => key,
+            // Without a key, a protected request is one sent where keys are required.
+            Ok(None) => {
+                let problem = Problem::new(
+                    ProblemType::MissingKey,
+                    compat,
+                    "This endpoint requires an Idempotency-Key header: send a unique key (a \
+                     UUID, say) with the request, and the same key with each retry of it.",
+                );
+                return Ok(answer.refuse(problem, EventKind::MissingKey));
+            }
+            Err(error) => {
+                let problem = Problem::new(
+                    ProblemType::MissingKey,
+                    compat,
+                    format!("{error}. Send one key of 1 to 255 bytes, bare or as a quoted string."),
+                );
+                return Ok(answer.refuse(problem, EventKind::InvalidKey));
+            }
+        };
+        let Some(scope) = config.scope.of(parts) else {
             let problem = Problem::new(
-                ProblemType::MissingKey,
+                ProblemType::IdentityUnavailable,
                 compat,
-                "This endpoint requires an Idempotency-Key header: send a unique key (a UUID, \
-                 say) with the request, and the same key with each retry of it.",
+                "The server could not tell who sent this request, so it cannot keep its \
+                 idempotency key apart from other callers' keys. This is a server-side \
+                 configuration problem.",
             );
-            return Ok(answer.refuse(problem, EventKind::MissingKey));
-        }
-        Err(error) => {
-            let problem = Problem::new(
-                ProblemType::MissingKey,
-                compat,
-                format!("{error}. Send one key of 1 to 255 bytes, bare or as a quoted string."),
-            );
-            return Ok(answer.refuse(problem, EventKind::InvalidKey));
-        }
-    };
-    let Some(scope) = config.scope.of(&parts) else {
-        let problem = Problem::new(
-            ProblemType::IdentityUnavailable,
-            compat,
-            "The server could not tell who sent this request, so it cannot keep its \
-             idempotency key apart from other callers' keys. This is a server-side \
-             configuration problem.",
-        );
-        return Ok(answer.refuse(problem, EventKind::IdentityUnavailable));
-    };
-    let body = match read_capped(body, config.max_request_body_bytes).await {
-        ReadBody::Complete(body) => body,
-        ReadBody::TooLarge => {
-            let problem = Problem::new(
-                ProblemType::RequestTooLarge,
-                compat,
-                format!(
-                    "Requests with an Idempotency-Key may carry at most {} bytes of body.",
-                    config.max_request_body_bytes
-                ),
-            );
-            return Ok(answer.refuse(problem, EventKind::RequestTooLarge));
-        }
-        ReadBody::Failed(error) => {
-            tracing::debug!(target: "idemkit_tower", %error, "request body broke off");
-            let problem = Problem::new(
-                ProblemType::RequestBodyUnreadable,
-                compat,
-                "The request body ended before it was complete. Send the request again.",
-            );
-            return Ok(answer.refuse(problem, EventKind::RequestBodyUnreadable));
-        }
-    };
-    let target = Target::of(&parts.method, parts.uri.path());
-    let key = effective_key(&key, &scope, &target);
-    let fingerprint = request_fingerprint(&target, &parts, &body, &config.fingerprint_headers);
-    let answer = answer.with_key(&key);
-    let mut parts = parts;
-    let guard = config
-        .run_hook
-        .as_ref()
-        .map(|hook| hook.before(&key, &mut parts.extensions));
-    // The request stays here; the operation borrows it, so the executor's run future
-    // (moved into its box) carries a pointer rather than the request's head.
-    let mut request = Some(Request::from_parts(parts, RequestBody::read(body)));
-    let request = &mut request;
+            return Ok(answer.refuse(problem, EventKind::IdentityUnavailable));
+        };
+        let body = match read_capped(body, config.max_request_body_bytes).await {
+            ReadBody::Complete(body) => body,
+            ReadBody::TooLarge => {
+                let problem = Problem::new(
+                    ProblemType::RequestTooLarge,
+                    compat,
+                    format!(
+                        "Requests with an Idempotency-Key may carry at most {} bytes of body.",
+                        config.max_request_body_bytes
+                    ),
+                );
+                return Ok(answer.refuse(problem, EventKind::RequestTooLarge));
+            }
+            ReadBody::Failed(error) => {
+                tracing::debug!(target: "idemkit_tower", %error, "request body broke off");
+                let problem = Problem::new(
+                    ProblemType::RequestBodyUnreadable,
+                    compat,
+                    "The request body ended before it was complete. Send the request again.",
+                );
+                return Ok(answer.refuse(problem, EventKind::RequestBodyUnreadable));
+            }
+        };
+        let target = Target::of(&parts.method, parts.uri.path());
+        let key = effective_key(&key, &scope, &target);
+        let fingerprint = request_fingerprint(&target, parts, &body, &config.fingerprint_headers);
+        let answer = answer.with_key(&key);
+        let guard = config.run_hook.as_ref().map(|hook| {
+            let parts = head.as_mut().expect("the head is taken only by the run");
+            hook.before(&key, &mut parts.extensions)
+        });
 
-    // Filled by the handler's run, if it runs here: what the first client receives.
-    let mut delivered: Option<Delivered> = None;
-    let slot = &mut delivered;
-    let inner = &mut inner;
-    // Both futures are boxed: they are large, and inline they would make every
-    // protected request's future as large, refusals included, and be copied whole each
-    // time it moves.
-    let run = shared.executor.run(&key, &fingerprint, move || async move {
-        let request = request
-            .take()
-            .expect("the executor runs the operation once");
-        Box::pin(run_handler(inner, request, config, slot)).await
-    });
-    let result = Box::pin(run).await;
-    if guard.is_some_and(|guard| guard.rolled_back()) {
-        // The handler's effect was rolled back after it answered: never a success.
-        return Ok(answer.lease_lost());
-    }
-    // Stripe answers a key in use by a request still in flight with 409 (retried by its
-    // clients), whatever its parameters; only a finished one is compared with them.
-    let in_flight = match (&result, compat) {
-        (Err(RunError::PayloadMismatch), Compat::Stripe) => {
-            lease_left(shared.executor.backend(), &key).await
+        // Filled by the handler's run, if it runs here: what the first client receives.
+        // Boxed: only a new key's run fills it.
+        let mut delivered: Option<Box<Delivered>> = None;
+        let slot = &mut delivered;
+        let head = &mut head;
+        let inner = &mut inner;
+        // Boxed: large, and inline it would make every protected request's future as
+        // large, refusals included, and be copied whole each time it moves.
+        let run = shared.executor.run(&key, &fingerprint, move || async move {
+            let head = head.take().expect("the executor runs the operation once");
+            let request = Request::from_parts(head, RequestBody::read(body));
+            Box::pin(run_handler(inner, request, config, slot)).await
+        });
+        let result = Box::pin(run).await;
+        if guard.is_some_and(|guard| guard.rolled_back()) {
+            // The handler's effect was rolled back after it answered: never a success.
+            return Ok(answer.lease_lost());
         }
-        _ => None,
-    };
-    answer.finish(result, delivered, in_flight)
+        // Stripe answers a key in use by a request still in flight with 409 (retried by
+        // its clients), whatever its parameters; only a finished one is compared with
+        // them. Boxed: the rare path's future stays out of every request's.
+        let in_flight = match (&result, compat) {
+            (Err(RunError::PayloadMismatch), Compat::Stripe) => {
+                Box::pin(lease_left(shared.executor.backend(), &key)).await
+            }
+            _ => None,
+        };
+        answer.finish(result, delivered, in_flight)
+    }
 }
 
 /// What is left of the lease of the claim that holds `key`, if a live claim holds it;
@@ -164,7 +169,7 @@ async fn run_handler<S, ReqBody, ResBody>(
     inner: &mut S,
     request: Request<RequestBody<ReqBody>>,
     config: &Config,
-    delivered: &mut Option<Delivered>,
+    delivered: &mut Option<Box<Delivered>>,
 ) -> Result<idemkit_core::Response, Box<NotStored<ResBody, S::Error>>>
 where
     S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
@@ -185,11 +190,11 @@ where
                 headers: config.stored_headers.select(&parts.headers),
                 body: bytes.clone().into(),
             };
-            *delivered = Some(Delivered {
+            *delivered = Some(Box::new(Delivered {
                 parts,
                 body: bytes,
                 trailers,
-            });
+            }));
             Ok(stored)
         }
         Captured::TooLarge { body } => Err(Box::new(NotStored::TooLarge(parts, body))),
