@@ -40,7 +40,10 @@ pub(crate) fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
     let mut parser = Parser {
         input: body,
         at: 0,
-        out: Vec::with_capacity(body.len()),
+        // Room for the body written once more: an object is reordered by writing it
+        // again after its end (see `object`), so with a single length every body that
+        // holds an object would grow the buffer once.
+        out: Vec::with_capacity(body.len().saturating_mul(2)),
         members: Vec::new(),
     };
     parser.skip_whitespace();
