@@ -4,6 +4,8 @@
     python3 bench/wrk/run.py                     # 9 rounds of 5 s per figure
     python3 bench/wrk/run.py --rounds 15 --seconds 4
     python3 bench/wrk/run.py --binary /tmp/axum_quick_start_before   # a build kept aside
+    python3 bench/wrk/run.py --binary before --binary after          # side by side
+    python3 bench/wrk/run.py --floor             # the floor beside it, in the same rounds
 
 Builds `idemkit-tower`'s `axum_quick_start` example in release (the README's quick
 start, unchanged: an in-memory backend of a million records, 127.0.0.1:3000, POST
@@ -15,6 +17,10 @@ from other jobs weighs on the three alike; each round gives one ratio per figure
 the median over the rounds is the figure (lowest and highest round its spread). The CPU
 time each request cost the server and the client (from /proc and getrusage) is printed
 beside it: less moved by other jobs than the rate, it shows where the difference lies.
+With --floor, each round also measures the same three modes against the `wrk_floor`
+example (the quick start with the least a run-once layer does in place of idemkit's;
+see its source), on its own fresh server: the ratios it reaches are the most any layer
+could reach here.
 wrk reporting any failed request or non-2xx answer stops the run.
 Client and server share the machine's cores, as wrk on loopback does. Needs wrk
 (`apt-get install wrk`); standard library only.
@@ -40,14 +46,14 @@ URL = "http://127.0.0.1:3000/charges"
 MODES = ["bare", "new", "replay"]
 
 
-def build() -> pathlib.Path:
+def build(example: str) -> pathlib.Path:
     subprocess.run(
-        ["cargo", "build", "--release", "-p", "idemkit-tower", "--example", "axum_quick_start"],
+        ["cargo", "build", "--release", "-p", "idemkit-tower", "--example", example],
         cwd=ROOT,
         check=True,
     )
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    return target / "release" / "examples" / "axum_quick_start"
+    return target / "release" / "examples" / example
 
 
 def port_in_use() -> bool:
@@ -59,7 +65,7 @@ def wait_listening(server: subprocess.Popen) -> None:
     deadline = time.monotonic() + 30
     while not port_in_use():
         if server.poll() is not None or time.monotonic() > deadline:
-            sys.exit("the quick start did not start listening on 127.0.0.1:3000")
+            sys.exit("the server did not start listening on 127.0.0.1:3000")
         time.sleep(0.05)
 
 
@@ -101,42 +107,27 @@ def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument(
-        "--binary", type=pathlib.Path, help="a quick start built earlier (skips the build)"
-    )
-    args = parser.parse_args()
-    binary = args.binary or build()
-    if port_in_use():
-        sys.exit("127.0.0.1:3000 is taken: stop what listens there first")
-    rates = {mode: [] for mode in MODES}
-    for round_ in range(args.rounds):
-        # A fresh server each round: its store of a million records holds one round's
-        # new keys, and each round starts from the same state.
-        server = subprocess.Popen([str(binary)])
-        try:
-            wait_listening(server)
-            # Warm-up: stores the 1,000 replay keys, and warms every path once.
-            for mode in ["replay", "bare", "new"]:
-                wrk(mode, 0, 1, server.pid)
-            order = MODES[round_ % 3 :] + MODES[: round_ % 3]
-            for mode in order:
-                rates[mode].append(wrk(mode, round_ + 1, args.seconds, server.pid))
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait()
-        print(
-            f"round {round_ + 1}: "
-            + ", ".join(f"{mode} {rates[mode][-1].rate:,.0f}/s" for mode in MODES)
-            + f" (load {os.getloadavg()[0]:.2f})",
-            flush=True,
-        )
+def measure_round(binary: pathlib.Path, round_: int, seconds: int) -> dict:
+    """One round on a fresh server: each mode once, the order rotating by round."""
+    # A fresh server each round: its store holds one round's new keys, and each round
+    # starts from the same state.
+    server = subprocess.Popen([str(binary)])
+    try:
+        wait_listening(server)
+        # Warm-up: stores the 1,000 replay keys, and warms every path once.
+        for mode in ["replay", "bare", "new"]:
+            wrk(mode, 0, 1, server.pid)
+        order = MODES[round_ % 3 :] + MODES[: round_ % 3]
+        return {mode: wrk(mode, round_ + 1, seconds, server.pid) for mode in order}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait()
+
+
+def table(name: str, rates: dict) -> None:
     print(
-        "\n| figure, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest to"
-        " highest round) | CPU us per request, server + wrk, medians |"
+        f"\n| {name}, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest"
+        " to highest round) | CPU us per request, server + wrk, medians |"
     )
     print("|---|---|---|---|")
     for mode, goal in [("bare", None), ("new", 0.85), ("replay", 0.9)]:
@@ -148,11 +139,50 @@ def main() -> None:
             print(f"| no key | {median:,.0f} | 1 | {cpu} |")
             continue
         ratios = [r.rate / b.rate for r, b in zip(rates[mode], rates["bare"])]
-        name = "new keys" if mode == "new" else "replays"
+        label = "new keys" if mode == "new" else "replays"
         print(
-            f"| {name} (goal >= {goal}x) | {median:,.0f} | **{statistics.median(ratios):.2f}x**"
+            f"| {label} (goal >= {goal}x) | {median:,.0f} | **{statistics.median(ratios):.2f}x**"
             f" ({min(ratios):.2f} to {max(ratios):.2f}) | {cpu} |"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument(
+        "--binary",
+        type=pathlib.Path,
+        action="append",
+        help="a quick start built earlier, instead of building one; repeat it to measure"
+        " several builds in the same rounds",
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="measure the wrk_floor example in the same rounds"
+    )
+    args = parser.parse_args()
+    if args.binary:
+        servers = {str(binary): binary for binary in args.binary}
+    else:
+        servers = {"quick start": build("axum_quick_start")}
+    if args.floor:
+        servers["floor"] = build("wrk_floor")
+    if port_in_use():
+        sys.exit("127.0.0.1:3000 is taken: stop what listens there first")
+    rates = {name: {mode: [] for mode in MODES} for name in servers}
+    for round_ in range(args.rounds):
+        for name, binary in servers.items():
+            figures = measure_round(binary, round_, args.seconds)
+            for mode in MODES:
+                rates[name][mode].append(figures[mode])
+            print(
+                f"round {round_ + 1}, {name}: "
+                + ", ".join(f"{mode} {figures[mode].rate:,.0f}/s" for mode in MODES)
+                + f" (load {os.getloadavg()[0]:.2f})",
+                flush=True,
+            )
+    for name in servers:
+        table(name, rates[name])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,194 @@
+//! The floor under the layer's wrk figures (`bench/wrk/run.py --floor`): the README's
+//! quick start with idemkit's layer replaced by the least a run-once layer does for a
+//! keyed request, so the ratios it reaches are the most any such layer could reach on
+//! the same machine, server and client.
+//!
+//! Per keyed request it reads the key, the scope (`x-api-key`) and the whole body;
+//! hashes an effective key (scope, key, method, path) and a fingerprint (method, path,
+//! query, body as sent: no canonical JSON) with SHA-256; claims the key in one of 64
+//! `Mutex<HashMap>` shards; runs the handler, reads its body and stores status, headers
+//! and body under the claim; a retry gets them back with the replay header. None of
+//! the layer's other duties: no canonical JSON, no scope or body limits, no leases,
+//! fencing, expiry or bound on the records, no events; a duplicate in flight (only
+//! the warm-up sends them) yields until the first is done. Not for use: it exists to be measured.
+//! `cargo run --release -p idemkit-tower --example wrk_floor`
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use axum::{Router, routing::post};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use http_body_util::BodyExt;
+use sha2::{Digest, Sha256};
+use tower::{Layer, Service};
+
+async fn charge(body: String) -> String {
+    format!("charged {body}\n")
+}
+
+#[tokio::main]
+async fn main() {
+    let app = Router::new()
+        .route("/charges", post(charge))
+        .layer(FloorLayer::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await;
+    axum::serve(listener.unwrap(), app).await.unwrap();
+}
+
+const SHARDS: usize = 64;
+
+/// A key's record: claimed while its handler runs, then its response.
+enum Record {
+    Running,
+    Done {
+        fingerprint: [u8; 32],
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Bytes,
+    },
+}
+
+type Shards = Arc<[Mutex<HashMap<[u8; 32], Record>>]>;
+
+#[derive(Clone)]
+struct FloorLayer {
+    shards: Shards,
+}
+
+impl Default for FloorLayer {
+    fn default() -> Self {
+        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        FloorLayer { shards }
+    }
+}
+
+impl<S> Layer<S> for FloorLayer {
+    type Service = Floor<S>;
+
+    fn layer(&self, inner: S) -> Floor<S> {
+        Floor {
+            inner,
+            shards: Arc::clone(&self.shards),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Floor<S> {
+    inner: S,
+    shards: Shards,
+}
+
+impl<S> Service<Request> for Floor<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let Some(key) = request.headers().get("idempotency-key").cloned() else {
+            return Box::pin(inner.call(request));
+        };
+        let shards = Arc::clone(&self.shards);
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let Ok(body) = body.collect().await.map(|body| body.to_bytes()) else {
+                return Ok(status(StatusCode::BAD_REQUEST));
+            };
+            let Some(scope) = parts.headers.get("x-api-key") else {
+                return Ok(status(StatusCode::BAD_REQUEST));
+            };
+            let (method, path) = (parts.method.as_str(), parts.uri.path());
+            let query = parts.uri.query().unwrap_or("");
+            let effective = hash(&[
+                scope.as_bytes(),
+                key.as_bytes(),
+                method.as_bytes(),
+                path.as_bytes(),
+            ]);
+            let fingerprint = hash(&[method.as_bytes(), path.as_bytes(), query.as_bytes(), &body]);
+            let shard = &shards[usize::from(effective[0]) % SHARDS];
+            // A duplicate of a request in flight (only the warm-up sends them) yields
+            // until it is done: the floor does not count waiting.
+            loop {
+                match shard.lock().unwrap().entry(effective) {
+                    Entry::Occupied(entry) => match entry.get() {
+                        Record::Done {
+                            fingerprint: stored,
+                            status,
+                            headers,
+                            body,
+                        } => {
+                            if *stored != fingerprint {
+                                return Ok(self::status(StatusCode::UNPROCESSABLE_ENTITY));
+                            }
+                            let mut response = Response::new(Body::from(body.clone()));
+                            *response.status_mut() = *status;
+                            *response.headers_mut() = headers.clone();
+                            response
+                                .headers_mut()
+                                .insert("idempotency-replayed", HeaderValue::from_static("true"));
+                            return Ok(response);
+                        }
+                        Record::Running => {}
+                    },
+                    Entry::Vacant(entry) => {
+                        entry.insert(Record::Running);
+                        break;
+                    }
+                }
+                tokio::task::yield_now().await;
+            }
+            let response = inner
+                .call(Request::from_parts(parts, Body::from(body)))
+                .await?;
+            let (parts, body) = response.into_parts();
+            let Ok(body) = body.collect().await.map(|body| body.to_bytes()) else {
+                shard.lock().unwrap().remove(&effective);
+                return Ok(status(StatusCode::INTERNAL_SERVER_ERROR));
+            };
+            shard.lock().unwrap().insert(
+                effective,
+                Record::Done {
+                    fingerprint,
+                    status: parts.status,
+                    headers: parts.headers.clone(),
+                    body: body.clone(),
+                },
+            );
+            Ok(Response::from_parts(parts, Body::from(body)))
+        })
+    }
+}
+
+fn hash(fields: &[&[u8]]) -> [u8; 32] {
+    let mut sha = Sha256::new();
+    for field in fields {
+        sha.update((field.len() as u64).to_be_bytes());
+        sha.update(field);
+    }
+    sha.finalize().into()
+}
+
+fn status(status: StatusCode) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
