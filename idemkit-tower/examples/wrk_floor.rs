@@ -6,7 +6,8 @@
 //! Per keyed request it reads the key, the scope (`x-api-key`) and the whole body;
 //! hashes an effective key (scope, key, method, path) and a fingerprint (method, path,
 //! query, body as sent: no canonical JSON) with SHA-256; claims the key in one of 64
-//! `Mutex<HashMap>` shards; runs the handler, reads its body and stores status, headers
+//! `Mutex<HashMap>` shards (sized for a round from the start, hashed by the digest's
+//! first bytes); runs the handler, reads its body and stores status, headers
 //! and body under the claim; a retry gets them back with the replay header. None of
 //! the layer's other duties: no canonical JSON, no scope or body limits, no leases,
 //! fencing, expiry or bound on the records, no events; a duplicate in flight (only
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -56,7 +58,28 @@ enum Record {
     },
 }
 
-type Shards = Arc<[Mutex<HashMap<[u8; 32], Record>>]>;
+type Shards = Arc<[Mutex<HashMap<[u8; 32], Record, BuildHasherDefault<Prefix>>>]>;
+
+/// Records each shard has room for from the start: a round's new keys fit without the
+/// table ever growing (a floor pays for no rehash).
+const SHARD_CAPACITY: usize = 16_384;
+
+/// The keys are SHA-256 digests already: their first eight bytes are their hash.
+#[derive(Default)]
+struct Prefix(u64);
+
+impl Hasher for Prefix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut word = [0u8; 8];
+        let n = bytes.len().min(8);
+        word[..n].copy_from_slice(&bytes[..n]);
+        self.0 ^= u64::from_le_bytes(word);
+    }
+}
 
 #[derive(Clone)]
 struct FloorLayer {
@@ -65,7 +88,14 @@ struct FloorLayer {
 
 impl Default for FloorLayer {
     fn default() -> Self {
-        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(HashMap::with_capacity_and_hasher(
+                    SHARD_CAPACITY,
+                    Default::default(),
+                ))
+            })
+            .collect();
         FloorLayer { shards }
     }
 }
