@@ -38,36 +38,25 @@ pub(crate) enum NotStored<ResBody: Body, E> {
 /// Answers one protected request and reports what was decided.
 pub(crate) struct Answer<'a> {
     config: &'a Config,
-    /// What the event reports of the request, kept only if an event will be reported.
-    origin: Option<Box<Origin>>,
-    key: Option<&'a Key>,
-}
-
-/// The request as its event reports it.
-struct Origin {
     method: http::Method,
     /// The request's URI (a cheap, shared copy), for the event's path.
     uri: Uri,
     started: Instant,
+    key: Option<&'a Key>,
 }
 
 impl<'a> Answer<'a> {
-    /// The answer to the request with head `parts`. Its event is reported to the
-    /// layer's callback and through `tracing`; if neither listens when the request
-    /// arrives (no callback, no subscriber taking the layer's events), the request is
-    /// not remembered for one: no copy of its method and URI, no clock read.
-    pub(crate) fn new(config: &'a Config, parts: &request::Parts) -> Self {
-        let listening = config.on_event.is_some() || tracing_listens();
-        let origin = listening.then(|| {
-            Box::new(Origin {
-                method: parts.method.clone(),
-                uri: parts.uri.clone(),
-                started: Instant::now(),
-            })
-        });
+    /// The answer to the request with head `parts`, which arrived at `started`.
+    ///
+    /// The event's method, URI and start are kept whether or not anything listens yet:
+    /// `tracing` hands events on to the `log` crate when no subscriber takes them, and
+    /// whether a subscriber takes an event is only known once it is sent.
+    pub(crate) fn new(config: &'a Config, parts: &request::Parts, started: Instant) -> Self {
         Answer {
             config,
-            origin,
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            started,
             key: None,
         }
     }
@@ -312,27 +301,16 @@ impl<'a> Answer<'a> {
     }
 
     fn emit(&self, kind: EventKind, status: Option<StatusCode>) {
-        let Some(origin) = &self.origin else {
-            return;
-        };
         Report {
             kind,
             effective_key: self.key,
-            method: &origin.method,
-            path: origin.uri.path(),
+            method: &self.method,
+            path: self.uri.path(),
             status,
-            started: origin.started,
+            started: self.started,
             backend: self.config.backend_name,
             fingerprint_version: FINGERPRINT_VERSION,
         }
         .emit(self.config.on_event.as_ref());
     }
-}
-
-/// Whether a `tracing` subscriber takes any of the layer's events (they are logged at
-/// `DEBUG`, `INFO` or `WARN`, by their kind).
-fn tracing_listens() -> bool {
-    tracing::enabled!(target: "idemkit_tower", tracing::Level::WARN)
-        || tracing::enabled!(target: "idemkit_tower", tracing::Level::INFO)
-        || tracing::enabled!(target: "idemkit_tower", tracing::Level::DEBUG)
 }

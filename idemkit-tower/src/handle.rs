@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
@@ -36,7 +37,7 @@ pub(crate) fn is_protected<ReqBody>(config: &Config, request: &Request<ReqBody>)
 /// The request's head is kept in one place for the whole request (`head`, taken by the
 /// run that hands it to the handler) rather than moved from local to local: each move
 /// would be one more copy of it in the future, which `call` boxes for every protected
-/// request and which is best kept under the allocator's thread-cache limit (1 KiB).
+/// request and which is best kept under glibc's thread-cache limit (1,032 bytes).
 pub(crate) fn handle<S, B, ReqBody, ResBody>(
     shared: Arc<Shared<B>>,
     mut inner: S,
@@ -54,7 +55,7 @@ where
     async move {
         let config = &shared.config;
         let parts = head.as_ref().expect("the head is taken only by the run");
-        let answer = Answer::new(config, parts);
+        let answer = Answer::new(config, parts, Instant::now());
         let compat = config.compat;
         let key = match key_in(&parts.headers) {
             Ok(Some(key)) => key,

@@ -219,10 +219,7 @@
 //! is one [`IdempotencyEvent`]: logged through `tracing` (target `idemkit_tower`; `WARN`
 //! for faults, `INFO` for refusals and bypasses, `DEBUG` for runs and replays) and
 //! handed to your callback ([`IdempotencyLayerBuilder::on_event`]). An event carries the effective key
-//! (a hash), never the client's key. Whether anyone listens is read when a request
-//! arrives: with no callback and no subscriber taking the layer's events, the request's
-//! method, path and start are not kept for an event (a subscriber installed while a
-//! request is in flight sees the events of the requests that arrive after it).
+//! (a hash), never the client's key.
 //!
 //! # The handler's writes and the stored response in one transaction
 //!
