@@ -161,17 +161,23 @@ def main() -> None:
         "--floor", action="store_true", help="measure the wrk_floor example in the same rounds"
     )
     args = parser.parse_args()
+    # (name, binary) pairs: a path without a slash is a file here, not a command on PATH.
     if args.binary:
-        servers = {str(binary): binary for binary in args.binary}
+        servers = [(str(binary), binary.resolve()) for binary in args.binary]
     else:
-        servers = {"quick start": build("axum_quick_start")}
+        servers = [("quick start", build("axum_quick_start"))]
     if args.floor:
-        servers["floor"] = build("wrk_floor")
+        servers.append(("floor", build("wrk_floor")))
+    names = [name for name, _ in servers]
+    if len(set(names)) != len(names):
+        sys.exit(f"each server is measured once per round: {names} repeats one")
     if port_in_use():
         sys.exit("127.0.0.1:3000 is taken: stop what listens there first")
-    rates = {name: {mode: [] for mode in MODES} for name in servers}
+    rates = {name: {mode: [] for mode in MODES} for name in names}
     for round_ in range(args.rounds):
-        for name, binary in servers.items():
+        # The servers take turns in an order that rotates by round, as the modes do.
+        shift = round_ % len(servers)
+        for name, binary in servers[shift:] + servers[:shift]:
             figures = measure_round(binary, round_, args.seconds)
             for mode in MODES:
                 rates[name][mode].append(figures[mode])
@@ -181,7 +187,7 @@ def main() -> None:
                 + f" (load {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
-    for name in servers:
+    for name in names:
         table(name, rates[name])
 
 

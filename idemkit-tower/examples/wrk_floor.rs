@@ -6,8 +6,8 @@
 //! Per keyed request it reads the key, the scope (`x-api-key`) and the whole body;
 //! hashes an effective key (scope, key, method, path) and a fingerprint (method, path,
 //! query, body as sent: no canonical JSON) with SHA-256; claims the key in one of 64
-//! `Mutex<HashMap>` shards (sized for a round from the start, hashed by the digest's
-//! first bytes); runs the handler, reads its body and stores status, headers
+//! `Mutex<HashMap>` shards (sized for a round from the start, picked by the digest's
+//! last byte and hashed by its first eight); runs the handler, reads its body and stores status, headers
 //! and body under the claim; a retry gets them back with the replay header. None of
 //! the layer's other duties: no canonical JSON, no scope or body limits, no leases,
 //! fencing, expiry or bound on the records, no events; a duplicate in flight (only
@@ -154,7 +154,9 @@ where
                 path.as_bytes(),
             ]);
             let fingerprint = hash(&[method.as_bytes(), path.as_bytes(), query.as_bytes(), &body]);
-            let shard = &shards[usize::from(effective[0]) % SHARDS];
+            // The shard from the digest's last byte, the table's hash from its first eight: two
+            // independent parts, so each shard's table spreads its keys over all its buckets.
+            let shard = &shards[usize::from(effective[31]) % SHARDS];
             // A duplicate of a request in flight (only the warm-up sends them) yields
             // until it is done: the floor does not count waiting.
             loop {
