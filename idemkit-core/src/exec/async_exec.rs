@@ -6,7 +6,6 @@ use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use futures_lite::FutureExt;
 
@@ -162,16 +161,11 @@ impl<B: Backend> AsyncIdempotency<B> {
         let mut op = Some(op);
         async move {
             let inner = &*self.inner;
-            // The clock is read for the event's latency only if a callback will get one.
-            let started = self.observer.is_listening().then(|| inner.timer.now());
+            let now = || inner.timer.now();
+            let started = self.observer.start(now);
             let finished = self.execute(key.as_str(), fingerprint, &mut op).await;
-            let latency = || {
-                started.map_or(Duration::ZERO, |started| {
-                    inner.timer.now().saturating_duration_since(started)
-                })
-            };
             let version = inner.policy.fingerprint_version();
-            self.observer.finish(key, version, latency, finished)
+            self.observer.finish(key, version, started, now, finished)
         }
     }
 

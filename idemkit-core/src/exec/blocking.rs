@@ -5,7 +5,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::backend::BlockingBackend;
 use crate::exec::heartbeat::Heartbeats;
@@ -158,12 +158,11 @@ impl<B: BlockingBackend> Idempotency<B> {
         fingerprint: &Fingerprint,
         op: impl FnOnce(&Lease) -> Result<Response, E>,
     ) -> Result<Outcome, RunError<E>> {
-        // The clock is read for the event's latency only if a callback will get one.
-        let started = self.observer.is_listening().then(Instant::now);
+        let started = self.observer.start(Instant::now);
         let finished = self.execute(key.as_str(), fingerprint, op);
         let version = self.inner.policy.fingerprint_version();
-        let latency = || started.map_or(Duration::ZERO, |started| started.elapsed());
-        self.observer.finish(key, version, latency, finished)
+        self.observer
+            .finish(key, version, started, Instant::now, finished)
     }
 
     /// Performs the steps the run loop asks for until it is done.

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::exec::outcome::{Event, Outcome, RunError};
 use crate::exec::run_loop::Finished;
@@ -34,19 +34,22 @@ impl Observer {
         }
     }
 
-    /// Whether a callback listens: a run reads the clock for its latency only then.
-    pub(crate) fn is_listening(&self) -> bool {
-        self.0.is_some()
+    /// When a run starts, read off `now` only if a callback listens: only a callback
+    /// gets the run's latency, so without one the clock is not read.
+    pub(crate) fn start(&self, now: impl FnOnce() -> Instant) -> Option<Instant> {
+        self.0.as_ref().map(|_| now())
     }
 
     /// Reports the one event of a run that ended as `finished`, then hands its result
-    /// back, or resumes the operation's panic (reported as `HandlerFailed`). `latency`
-    /// is called only when a callback listens.
+    /// back, or resumes the operation's panic (reported as `HandlerFailed`). The event's
+    /// latency runs from `started` (what [`start`](Observer::start) gave) to `now`, which
+    /// is read only for a callback.
     pub(crate) fn finish<E>(
         &self,
         key: &Key,
         fingerprint_version: u32,
-        latency: impl FnOnce() -> Duration,
+        started: Option<Instant>,
+        now: impl FnOnce() -> Instant,
         finished: Finished<E>,
     ) -> Result<Outcome, RunError<E>> {
         // Built only for a callback: the event owns a copy of the key (an allocation a
@@ -56,7 +59,9 @@ impl Observer {
                 decision: finished.decision(),
                 key: key.clone(),
                 fingerprint_version,
-                latency: latency(),
+                latency: started.map_or(Duration::ZERO, |started| {
+                    now().saturating_duration_since(started)
+                }),
                 unstored: finished.unstored(),
             });
         }
