@@ -213,6 +213,10 @@ impl Report<'_> {
     pub(crate) fn emit(&self, callback: Option<&EventCallback>) {
         let key = self.effective_key.map_or("", |key| key.as_str());
         let status = self.status.map_or(0, |status| status.as_u16());
+        // Read off the clock once, and only for a log line or a callback that takes it:
+        // both then report the same latency.
+        let latency = std::cell::OnceCell::new();
+        let latency = || *latency.get_or_init(|| self.started.elapsed());
         macro_rules! log {
             ($level:expr) => {
                 tracing::event!(
@@ -223,8 +227,7 @@ impl Report<'_> {
                     method = self.method.as_str(),
                     path = self.path,
                     status,
-                    latency_us = u64::try_from(self.started.elapsed().as_micros())
-                        .unwrap_or(u64::MAX),
+                    latency_us = u64::try_from(latency().as_micros()).unwrap_or(u64::MAX),
                     backend = self.backend,
                     fingerprint_version = self.fingerprint_version,
                     "idempotency.{}",
@@ -246,7 +249,7 @@ impl Report<'_> {
                 method: self.method.clone(),
                 path: self.path.to_owned(),
                 status: self.status,
-                latency: self.started.elapsed(),
+                latency: latency(),
                 backend: self.backend,
                 fingerprint_version: self.fingerprint_version,
             });
