@@ -7,11 +7,12 @@
 //! hashes an effective key (scope, key, method, path) and a fingerprint (method, path,
 //! query, body as sent: no canonical JSON) with SHA-256; claims the key in one of 64
 //! `Mutex<HashMap>` shards (sized for a round from the start, picked by the digest's
-//! last byte and hashed by its first eight); runs the handler, reads its body and stores status, headers
-//! and body under the claim; a retry gets them back with the replay header. None of
-//! the layer's other duties: no canonical JSON, no scope or body limits, no leases,
-//! fencing, expiry or bound on the records, no events; a duplicate in flight (only
-//! the warm-up sends them) yields until the first is done. Not for use: it exists to be measured.
+//! last byte and hashed by its first eight); runs the handler, reads its body and
+//! stores status, headers and body under the claim; a retry gets them back with the
+//! replay header. None of the layer's other duties: no canonical JSON, no scope or body
+//! limits, no leases, fencing, expiry or bound on the records, no events; a duplicate
+//! in flight (only the warm-up sends them) yields until the first is done. Not for use:
+//! it exists to be measured.
 //! `cargo run --release -p idemkit-tower --example wrk_floor`
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
