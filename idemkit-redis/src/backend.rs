@@ -1,5 +1,6 @@
-//! [`RedisBackend`]: each operation one script on the server, within the command
-//! timeout; the async and blocking traits are thin layers over these.
+//! [`RedisBackend`]: each operation one command on the server (a function, or for a
+//! claim first a plain `SET`), within the command timeout; the async and blocking traits
+//! are thin layers over these.
 
 use std::fmt;
 use std::sync::Arc;
@@ -98,6 +99,37 @@ pub(crate) enum Found {
     },
     /// A completed record.
     Completed(Record),
+}
+
+/// What a claim's first try (see [`Inner::claim_free`]) settled.
+enum FirstTry {
+    /// The key was free and is now ours.
+    Won,
+    /// A completed record, to replay (or a conflict with it).
+    Replay(Claim),
+    /// Something only the claim function can judge.
+    AskTheServer,
+}
+
+/// The first bytes of a claim the client writes itself (layout 3).
+const CLIENT_CLAIM: &str = "ik3c";
+
+/// The first bytes of a completed record (layout 2).
+const COMPLETED: &[u8] = b"ik2d";
+
+/// What a claim holds after its time (see the layout at the top of
+/// `scripts/library.lua`), formatted here: the lease and the time its record is kept
+/// past it, in microseconds, no result yet, the fingerprint's version and length, no
+/// headers, the fingerprint.
+fn claim_fields(lease: u64, kept: u64, fingerprint: &str, fingerprint_version: u32) -> String {
+    let mut fields = format!(
+        "{lease:016}{kept:016}{:035}{fingerprint_version:010}{:010}{:010}",
+        0,
+        fingerprint.len(),
+        0
+    );
+    fields.push_str(fingerprint);
+    fields
 }
 
 /// A duration in microseconds as the 16 digits a record stores it in (see
@@ -259,18 +291,31 @@ impl Inner {
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
         let token_text = token.to_string();
-        // What the claim writes after its time, formatted here (see the layout at the top
-        // of `scripts/library.lua`): the server adds only the time.
-        let mut rest = format!(
-            "{:016}{:016}{:035}{fingerprint_version:010}{:010}{:010}",
-            micros(lease_ttl),
-            micros(self.reclaim_grace),
-            0,
-            fingerprint.len(),
-            0
-        );
-        rest.push_str(fingerprint);
-        let expires = key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace));
+        let (lease, grace) = (micros(lease_ttl), micros(self.reclaim_grace));
+        let expires = key_ttl_ms(lease + grace);
+        // The client's claim keeps its record until its key expires: the claim is made
+        // in the last microsecond of a millisecond (see `claim_free`), so the time from
+        // its lease's end to the key's expiry is this (at least the reclaim grace).
+        let to_expiry = (expires * 1000).saturating_sub(999 + lease);
+        let first = self
+            .claim_free(
+                key,
+                &storage_key,
+                &token_text,
+                &claim_fields(lease, to_expiry, fingerprint, fingerprint_version),
+                expires,
+                (fingerprint, fingerprint_version),
+            )
+            .await?;
+        match first {
+            FirstTry::Won => {
+                self.replicate("claim", &storage_key).await?;
+                return Ok(Claim::New(token.clone()));
+            }
+            FirstTry::Replay(claim) => return Ok(claim),
+            FirstTry::AskTheServer => {}
+        }
+        let rest = claim_fields(lease, grace, fingerprint, fingerprint_version);
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
@@ -315,6 +360,68 @@ impl Inner {
             "claim",
             Cause::BadReply("the record kept being replaced by ones that do not decode".into()),
         ))
+    }
+
+    /// A claim's first try, which runs no function: `SET <storage_key> <claim> NX PX
+    /// <expires> GET`, the claim written by the client in layout 3 (see
+    /// `scripts/library.lua`), the key's expiry set by the server's clock. A free key is
+    /// then ours, and a completed record comes back to be replayed while its key lives
+    /// (which is at most two milliseconds past its time to live). Anything else (a claim
+    /// whose lease the server must judge, a value that is not a record, a record this
+    /// client cannot read, a record the mapped server clock says is gone) is left for
+    /// the claim function, which judges it by the server's `TIME`.
+    async fn claim_free(
+        &self,
+        key: &str,
+        storage_key: &str,
+        token: &str,
+        rest: &str,
+        expires: u64,
+        (fingerprint, fingerprint_version): (&str, u32),
+    ) -> Result<FirstTry, Error> {
+        let mut value = String::with_capacity(CLIENT_CLAIM.len() + token.len() + 16 + rest.len());
+        value.push_str(CLIENT_CLAIM);
+        value.push_str(token);
+        value.push_str(&digits16(expires));
+        value.push_str(rest);
+        let mut set = redis::cmd("SET");
+        set.arg(storage_key)
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(expires)
+            .arg("GET");
+        let found = match self
+            .runtime
+            .within(self.command_timeout, self.commands.send(&set))
+            .await
+        {
+            Ok(Ok(Value::Nil)) => return Ok(FirstTry::Won),
+            Ok(Ok(Value::BulkString(found))) => found,
+            Ok(Ok(_)) => return Ok(FirstTry::AskTheServer),
+            // Not a string: a layout 1 hash, or not a record.
+            Ok(Err(error)) if error.code() == Some("WRONGTYPE") => {
+                return Ok(FirstTry::AskTheServer);
+            }
+            Ok(Err(error)) => return Err(storage("claim", Cause::Redis(error))),
+            Err(Elapsed) => return Err(storage("claim", Cause::TimedOut(self.command_timeout))),
+        };
+        if !found.starts_with(COMPLETED) {
+            return Ok(FirstTry::AskTheServer);
+        }
+        let Ok(Ok(stored)) = reply::decode(found.into(), true) else {
+            return Ok(FirstTry::AskTheServer);
+        };
+        let Some(now) = self.clock.estimate(Instant::now()) else {
+            return Ok(FirstTry::AskTheServer);
+        };
+        if now.micros() > stored.gone_at {
+            return Ok(FirstTry::AskTheServer);
+        }
+        Ok(match self.record(key, storage_key, stored, &now) {
+            Ok(record) => FirstTry::Replay(Claim::found(record, fingerprint, fingerprint_version)),
+            Err(_) => FirstTry::AskTheServer,
+        })
     }
 
     /// Stores `response` for `token`'s claim of `key`. When that fails, the claim is
@@ -409,9 +516,20 @@ impl Inner {
         Ok(done)
     }
 
-    /// Reads the record of `key`, stored at `storage_key`.
-    pub(crate) async fn find(&self, key: &str, storage_key: &str) -> Result<Found, Error> {
-        let call = fcall(scripts::READ, storage_key);
+    /// Reads the record of `key`, stored at `storage_key`; for a waiter subscribed to its
+    /// channel (`watching`), so that a completion after this read publishes.
+    pub(crate) async fn find(
+        &self,
+        key: &str,
+        storage_key: &str,
+        watching: bool,
+    ) -> Result<Found, Error> {
+        let function = if watching {
+            scripts::WATCH
+        } else {
+            scripts::READ
+        };
+        let call = fcall(function, storage_key);
         let (value, trip) = self.call("read", &call).await?;
         let (reply, now) =
             reply::read(value).map_err(|bad| storage("read", Cause::BadReply(bad.0)))?;
@@ -448,7 +566,7 @@ impl Inner {
     pub(crate) async fn get(&self, key: &str) -> Result<Option<Record>, Error> {
         self.settled(key).await;
         let storage_key = self.layout.storage_key(key);
-        Ok(match self.find(key, &storage_key).await? {
+        Ok(match self.find(key, &storage_key, false).await? {
             Found::Nothing => None,
             Found::Claimed { record, .. } | Found::Completed(record) => Some(record),
         })

@@ -40,17 +40,24 @@
 //!   reverse does not hold: an older version reads a record of this layout as a corrupt
 //!   value (and would run its key again), so upgrade every process sharing a namespace
 //!   together.
-//! - **One function per operation.** Claim, complete, release and renew are each one
-//!   function of a Redis Functions library (Redis 7), atomic on the server, called with
-//!   `FCALL`. The library is loaded once per server, under the one name `idemkit`
-//!   (`FUNCTION LOAD REPLACE`: a newer version replaces the older, `FUNCTION LIST` never
-//!   grows), when a backend connects and finds another version or none, and again, then
-//!   the call resent once, when a server answers that it does not have it (restarted
-//!   without persistence, `FUNCTION FLUSH`, a new cluster node). Two versions of this
-//!   crate on one server share whichever library was loaded last. Each function reads
-//!   the time with the server's `TIME`: the clients' clocks never decide a lease.
-//!   Fencing is the core's: complete, release and renew act only for the claim token
-//!   that holds the key.
+//! - **A free key costs one plain command.** A claim is first one `SET ... NX PX ...
+//!   GET`, which runs no script: a free key is then claimed, and a completed record comes
+//!   back to be replayed while its key lives (at most two milliseconds past its time to
+//!   live). The claim it writes holds no time (the client does not know the server's):
+//!   the key's expiry, which the server set by its own clock, tells when it was made,
+//!   and the functions read it from there (`PEXPIRETIME`). A claim that finds another
+//!   claim, or anything it cannot replay, asks the claim function, which judges.
+//! - **One function per operation.** Claim (past a free key), complete, release and
+//!   renew are each one function of a Redis Functions library (Redis 7), atomic on the
+//!   server, called with `FCALL`. The library is loaded once per server, under the one
+//!   name `idemkit` (`FUNCTION LOAD REPLACE`: a newer version replaces the older,
+//!   `FUNCTION LIST` never grows), when a backend connects and finds another version or
+//!   none, and again, then the call resent once, when a server answers that it does not
+//!   have it (restarted without persistence, `FUNCTION FLUSH`, a new cluster node). Two
+//!   versions of this crate on one server share whichever library was loaded last. Each
+//!   function reads the time with the server's `TIME`, and a claim's start is the
+//!   server's too: the clients' clocks never decide a lease. Fencing is the core's:
+//!   complete, release and renew act only for the claim token that holds the key.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.
@@ -59,8 +66,10 @@
 //!   by walking its namespace with `SCAN`, judged by the server's clock. Since every
 //!   record expires by itself, a purge only finds records whose key outlived them (a TTL
 //!   removed by hand, a restore without TTLs); a Redis Cluster is not walked.
-//! - **Waiters are woken by the server.** Complete, release and a claim that replaces a
-//!   record publish on a channel named like the key. Each backend holds one subscription
+//! - **Waiters are woken by the server.** Release, a claim that replaces a record, and
+//!   the completion of a claim a waiter watches publish on a channel named like the key
+//!   (a waiter's read marks the claim watched, and the completion of a claim no one
+//!   watched publishes nothing). Each backend holds one subscription
 //!   connection and subscribes it to the keys its waiters wait on, then demultiplexes to
 //!   in-process events. A waiter subscribes before it reads, returns at once when the
 //!   owner's lease has lapsed, re-reads on a 50 ms to 1 s backoff in case a message was
@@ -87,9 +96,10 @@
 //!   backend releases that token in the background once the server answers again
 //!   (fenced: a completion that landed after all stays), so a retry runs instead of
 //!   meeting a key in flight for a whole lease.
-//! - **Time on this side.** Each reply carries the server's time; the instants of a
-//!   [`Record`](idemkit_core::Record) are the server's mapped onto this machine's
-//!   monotonic clock relative to that reply, so they are off by at most a round trip.
+//! - **Time on this side.** Each function's reply carries the server's time; the
+//!   instants of a [`Record`](idemkit_core::Record) are the server's mapped onto this
+//!   machine's monotonic clock relative to such a reply, so they are off by at most a
+//!   round trip.
 //!
 //! # What Redis cannot promise
 //!

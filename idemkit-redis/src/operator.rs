@@ -31,22 +31,29 @@ use crate::runtime::Elapsed;
 const SCAN_COUNT: usize = 500;
 
 /// Deletes the record at `KEYS[1]` if it is still gone by the server's clock: a record
-/// of either layout (see `scripts/library.lua`) whose gone-after instant has passed.
-/// Reply: 1 if deleted, else 0.
+/// of any layout (see `scripts/library.lua`) whose gone-after instant has passed. A
+/// client's claim (layout 3) whose key lost its expiry cannot be judged, and counts as
+/// gone. Reply: 1 if deleted, else 0.
 const DELETE_IF_GONE: &str = r"
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 local gone_at
 local value = redis.pcall('GETRANGE', KEYS[1], 0, 148)
 if type(value) == 'string' then
-  if #value < 149 or string.sub(value, 1, 3) ~= 'ik2' or string.find(string.sub(value, 37, 116), '%D') then
+  local layout = string.sub(value, 1, 3)
+  if #value < 149 or (layout ~= 'ik2' and layout ~= 'ik3')
+      or string.find(string.sub(value, 37, 116), '%D') then
     return 0
   end
   local state = string.sub(value, 4, 4)
-  if state == 'c' then
-    gone_at = tonumber(string.sub(value, 37, 52)) + tonumber(string.sub(value, 53, 68))
-      + tonumber(string.sub(value, 69, 84))
-  elseif state == 'd' then
+  if state == 'c' or (state == 'w' and layout == 'ik3') then
+    local claimed_at = tonumber(string.sub(value, 37, 52))
+    if layout == 'ik3' then
+      local expires = redis.call('PEXPIRETIME', KEYS[1])
+      claimed_at = expires < claimed_at and 0 or (expires - claimed_at) * 1000 + 999
+    end
+    gone_at = claimed_at + tonumber(string.sub(value, 53, 68)) + tonumber(string.sub(value, 69, 84))
+  elseif state == 'd' and layout == 'ik2' then
     gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
   else
     return 0
@@ -66,9 +73,11 @@ return redis.call('DEL', KEYS[1])
 
 /// The fields [`standing`] reads of each record at `KEYS`, whatever its layout: five
 /// values per key (layout, state, claimed at, lease until, gone after), `false` for each
-/// one a key does not have. Layout 2 is a string whose fixed header holds them (only its
-/// first 149 bytes are read, never the body: claimed at, and the durations the instants
-/// follow from); layout 1 a hash.
+/// one a key does not have. Layouts 2 and 3 are strings whose fixed header holds them
+/// (only their first 149 bytes are read, never the body: claimed at, or for layout 3
+/// the key's time to live it follows from, and the durations the instants follow from);
+/// layout 1 a hash. A layout 3 claim whose key lost its expiry reads as claimed at 0,
+/// long gone.
 const FIELDS_OF: &str = r"
 local out = {}
 local function none()
@@ -77,19 +86,25 @@ end
 for _, key in ipairs(KEYS) do
   local value = redis.pcall('GETRANGE', key, 0, 148)
   if type(value) == 'string' then
+    local layout = string.sub(value, 1, 3)
     local state = string.sub(value, 4, 4)
-    if #value == 149 and string.sub(value, 1, 3) == 'ik2' and (state == 'c' or state == 'd')
+    if #value == 149 and ((layout == 'ik2' and (state == 'c' or state == 'd'))
+          or (layout == 'ik3' and (state == 'c' or state == 'w')))
         and not string.find(string.sub(value, 37, 116), '%D') then
       local claimed_at = tonumber(string.sub(value, 37, 52))
+      if layout == 'ik3' then
+        local expires = redis.call('PEXPIRETIME', key)
+        claimed_at = expires < claimed_at and 0 or (expires - claimed_at) * 1000 + 999
+      end
       local lease_until = claimed_at + tonumber(string.sub(value, 53, 68))
       local gone_at
-      if state == 'c' then
+      if state ~= 'd' then
         gone_at = lease_until + tonumber(string.sub(value, 69, 84))
       else
         gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
       end
-      out[#out + 1] = '2'
-      out[#out + 1] = state == 'c' and 'claimed' or 'completed'
+      out[#out + 1] = string.sub(layout, 3, 3)
+      out[#out + 1] = state == 'd' and 'completed' or 'claimed'
       out[#out + 1] = string.format('%d', claimed_at)
       out[#out + 1] = string.format('%d', lease_until)
       out[#out + 1] = string.format('%d', gone_at)
@@ -98,7 +113,7 @@ for _, key in ipairs(KEYS) do
     end
   else
     local f = redis.pcall('HMGET', key, 'v', 's', 'ca', 'lu', 'ga')
-    if f['err'] then
+    if f['err'] or f[1] ~= '1' then
       none()
     else
       for i = 1, 5 do out[#out + 1] = f[i] end
@@ -123,12 +138,12 @@ enum Standing {
 
 /// Where the record with these fields (layout, state, claimed at, lease until, gone
 /// after, as [`FIELDS_OF`] returns them) stands at server instant `now`; `None` for a
-/// value that is not a record of either layout (or a key deleted meanwhile).
+/// value that is not a record of any layout (or a key deleted meanwhile).
 fn standing(fields: &[Option<String>], now: u64) -> Option<Standing> {
     let [layout, state, claimed_at, lease_until, gone_at] = fields else {
         return None;
     };
-    if !matches!(layout.as_deref(), Some("1" | "2")) {
+    if !matches!(layout.as_deref(), Some("1" | "2" | "3")) {
         return None;
     }
     let number = |field: &Option<String>| {
@@ -462,7 +477,7 @@ mod tests {
 
     #[test]
     fn hashes_that_are_not_records_stand_nowhere() {
-        assert_eq!(standing(&fields(["3", "claimed", "1", "2", "3"]), 0), None);
+        assert_eq!(standing(&fields(["4", "claimed", "1", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["2", "c", "1", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["2", "claimed", "+1", "2", "3"]), 0), None);
         assert_eq!(standing(&fields(["1", "odd", "1", "2", "3"]), 0), None);

@@ -43,6 +43,8 @@ pub(crate) const COMPLETE: &str = "idemkit_complete";
 pub(crate) const RELEASE: &str = "idemkit_release";
 pub(crate) const RENEW: &str = "idemkit_renew";
 pub(crate) const READ: &str = "idemkit_read";
+/// A waiter's read, which asks for the completion's wake-up.
+pub(crate) const WATCH: &str = "idemkit_watch";
 /// Returns the loaded library's [`VERSION`].
 pub(crate) const VERSION_FUNCTION: &str = "idemkit_version";
 

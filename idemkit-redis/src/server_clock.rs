@@ -94,6 +94,21 @@ impl ServerClock {
     }
 }
 
+impl ServerClock {
+    /// The server's time at the local instant `local` by the mapping the last replies
+    /// agreed on, for a reply that carried no time; `None` before any reply did.
+    pub(crate) fn estimate(&self, local: Instant) -> Option<ServerNow> {
+        let anchor = (*self.anchor.lock())?;
+        let micros = match local.checked_duration_since(anchor.local) {
+            Some(ahead) => anchor.server.saturating_add(ahead.as_micros() as u64),
+            None => anchor
+                .server
+                .saturating_sub((anchor.local - local).as_micros() as u64),
+        };
+        Some(ServerNow { micros, anchor })
+    }
+}
+
 /// The server's `now` from one reply, with the mapping to read its instants by.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ServerNow {

@@ -34,7 +34,8 @@ impl Inner {
                         .within(self.command_timeout, watcher.ensure_subscribed())
                         .await;
                 }
-                let lease_left = match self.find(key, &storage_key).await? {
+                // Watched: the completion of a claim no one watches publishes nothing.
+                let lease_left = match self.find(key, &storage_key, true).await? {
                     Found::Nothing => return Ok(None),
                     Found::Completed(record) => return Ok(Some(record)),
                     // The owner's lease lapsed: it has probably crashed, and waiting

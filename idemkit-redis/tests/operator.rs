@@ -125,6 +125,11 @@ async fn stats_count_each_state_of_the_namespace_only() {
     let () = raw.set(backend.storage_key("garbage"), "text").unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
+    // The claims are the client's own (layout 3): their time is their key's expiry less
+    // their time to live.
+    let running: Vec<u8> = raw.get(backend.storage_key("running")).unwrap();
+    assert_eq!(&running[..4], b"ik3c");
+
     let stats = backend.stats().await.unwrap();
     assert_eq!(stats.in_flight, 1, "{stats:?}");
     assert_eq!(stats.lapsed, 1, "{stats:?}");
@@ -160,15 +165,19 @@ async fn purge_deletes_gone_records_in_batches_and_nothing_else() {
         }
     }
     claimed(backend.claim("running", "fp", 1, LEASE).await.unwrap());
+    // A client's claim (layout 3) whose key lost its expiry: its time cannot be told, so
+    // it is gone.
+    claimed(backend.claim("persisted", "fp", 1, LEASE).await.unwrap());
+    let _: bool = raw.persist(backend.storage_key("persisted")).unwrap();
     let () = raw.set(backend.storage_key("garbage"), "text").unwrap();
-    assert_eq!(backend.stats().await.unwrap().purgeable, 5);
+    assert_eq!(backend.stats().await.unwrap().purgeable, 6);
 
     assert_eq!(backend.purge_batch(0).await.unwrap(), 0);
     assert_eq!(backend.purge_batch(2).await.unwrap(), 2, "a full batch");
-    assert_eq!(backend.stats().await.unwrap().purgeable, 3);
+    assert_eq!(backend.stats().await.unwrap().purgeable, 4);
     assert_eq!(
         backend.purge_batch(10).await.unwrap(),
-        3,
+        4,
         "fewer than the limit: none left"
     );
     assert_eq!(backend.purge_batch(10).await.unwrap(), 0);

@@ -777,3 +777,272 @@ async fn records_only_the_client_finds_corrupt_are_absent_and_replaced() {
         assert_eq!(seen[0].reason, seen[1].reason, "{what}");
     }
 }
+
+/// The calls the server counted per command since the last `CONFIG RESETSTAT`
+/// (`INFO commandstats`), e.g. `("set", 1)`.
+fn command_calls(raw: &mut redis::Connection) -> Vec<(String, u64)> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(raw).unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// A free key is claimed by one plain `SET ... NX PX ... GET`, no function, and the
+/// claim it writes (layout 3, its time the key's expiry less its time to live) is then
+/// judged by the functions like any other: in flight for another claim, completed by its
+/// token, replayed by a plain `SET` too. Only a claim that finds another claim asks a
+/// function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
+    if !redis_harness::available() {
+        return;
+    }
+    let server = RedisServer::start().unwrap();
+    let backend = builder(&server.url(), "plain-set").build().await.unwrap();
+    let mut raw = connection(&server);
+    let storage_key = backend.storage_key("k");
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut raw).unwrap();
+    let before = seconds * 1_000_000 + micros;
+
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("a free key was not new");
+    };
+    let calls = command_calls(&mut raw);
+    assert!(calls.contains(&("set".to_owned(), 1)), "{calls:?}");
+    assert!(!calls.iter().any(|(name, _)| name == "fcall"), "{calls:?}");
+    let stored: Vec<u8> = raw.get(&storage_key).unwrap();
+    assert_eq!(&stored[..4], b"ik3c", "the client's own claim");
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&storage_key)
+        .query(&mut raw)
+        .unwrap();
+    let lease_and_grace = (LEASE + backend.reclaim_grace()).as_millis() as i64;
+    assert!(
+        ttl > lease_and_grace - 10_000 && ttl <= lease_and_grace + 1,
+        "{ttl}"
+    );
+
+    // The functions read its time from the key's expiry: claimed in the millisecond the
+    // `SET` ran, its lease from then.
+    let Some(record) = Backend::get(&backend, "k").await.unwrap() else {
+        panic!("the client's claim was not read");
+    };
+    assert_eq!(record.claim_token(), &token);
+    assert!(matches!(
+        Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap(),
+        Claim::InFlight(_)
+    ));
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut raw).unwrap();
+    let after = seconds * 1_000_000 + micros;
+    let mut read = redis::cmd("FCALL");
+    read.arg("idemkit_read").arg(1).arg(&storage_key);
+    let redis::Value::Array(reply) = read.query::<redis::Value>(&mut raw).unwrap() else {
+        panic!("not an array");
+    };
+    let redis::Value::BulkString(converted) = &reply[3] else {
+        panic!("no record");
+    };
+    assert_eq!(
+        &converted[..4],
+        b"ik2c",
+        "converted to layout 2 as it is read"
+    );
+    let claimed_at: u64 = std::str::from_utf8(&converted[36..52])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        before / 1000 * 1000 <= claimed_at && claimed_at <= after + 1000,
+        "{before} <= {claimed_at} <= {after}"
+    );
+    assert_eq!(
+        claimed_at % 1000,
+        999,
+        "the last microsecond of its millisecond"
+    );
+    let lease: u64 = std::str::from_utf8(&converted[52..68])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(lease, LEASE.as_micros() as u64);
+    // Its record is kept until its key expires: at least the reclaim grace past its lease.
+    let kept: u64 = std::str::from_utf8(&converted[68..84])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let expires: u64 = redis::cmd("PEXPIRETIME")
+        .arg(&storage_key)
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(claimed_at + lease + kept, expires * 1000);
+    assert!(kept >= backend.reclaim_grace().as_micros() as u64);
+
+    // Completed by its token (another is fenced out), in layout 2.
+    let other: idemkit_core::ClaimToken = "0123456789abcdef0123456789abcdef".parse().unwrap();
+    let response = Arc::new(Response::new(200, "ok"));
+    assert!(
+        !Backend::complete(&backend, "k", &other, response.clone(), LEASE)
+            .await
+            .unwrap()
+    );
+    assert!(
+        Backend::complete(&backend, "k", &token, response, LEASE)
+            .await
+            .unwrap()
+    );
+    let stored: Vec<u8> = raw.get(&storage_key).unwrap();
+    assert_eq!(&stored[..4], b"ik2d");
+    let kept: u64 = std::str::from_utf8(&stored[36..52])
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(kept, claimed_at, "the claim's time is kept");
+
+    // A replay: one plain `SET` again, which writes nothing over the record.
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let Claim::Completed(replay) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap()
+    else {
+        panic!("not replayed");
+    };
+    assert!(replay.same_request());
+    assert_eq!(replay.response().body.as_ref(), b"ok");
+    assert_eq!(replay.claim_token(), &token);
+    let calls = command_calls(&mut raw);
+    assert!(calls.contains(&("set".to_owned(), 1)), "{calls:?}");
+    assert!(!calls.iter().any(|(name, _)| name == "fcall"), "{calls:?}");
+    let Claim::Completed(other_request) = Backend::claim(&backend, "k", "other-fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("not found completed");
+    };
+    assert!(
+        !other_request.same_request(),
+        "another request is refused, not replayed"
+    );
+    let unchanged: Vec<u8> = raw.get(&storage_key).unwrap();
+    assert_eq!(unchanged, stored);
+}
+
+/// A client's claim whose key lost its expiry (`PERSIST` by hand) cannot be judged:
+/// it is not a record, reported, and the next claim replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_claim_without_expiry_is_corrupt_and_replaced() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let (backend, seen) = reporting(server, "persisted").await;
+    let mut raw = connection(server);
+    let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
+        panic!("not new");
+    };
+    let _: bool = raw.persist(backend.storage_key("k")).unwrap();
+    assert!(Backend::get(&backend, "k").await.unwrap().is_none());
+    assert!(matches!(
+        Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap(),
+        Claim::New(_)
+    ));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|record| record.reason.contains("lost its expiry"))
+    );
+    assert!(seen[1].overwritten);
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(backend.storage_key("k"))
+        .query(&mut raw)
+        .unwrap();
+    assert!(ttl > 0, "the new claim expires");
+}
+
+/// The completion of a claim no one waits on sends no `PUBLISH`; a waiter's read marks
+/// the claim watched, and its completion then wakes the waiter through the channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_publishes_only_for_a_claim_someone_waits_on() {
+    if !redis_harness::available() {
+        return;
+    }
+    let server = RedisServer::start().unwrap();
+    let backend = builder(&server.url(), "watched").build().await.unwrap();
+    let mut raw = connection(&server);
+    let response = Arc::new(Response::new(200, "ok"));
+
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let Claim::New(token) = Backend::claim(&backend, "alone", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("not new");
+    };
+    assert!(
+        Backend::complete(&backend, "alone", &token, response.clone(), LEASE)
+            .await
+            .unwrap()
+    );
+    let calls = command_calls(&mut raw);
+    assert!(
+        !calls.iter().any(|(name, _)| name == "publish"),
+        "{calls:?}"
+    );
+
+    let Claim::New(token) = Backend::claim(&backend, "awaited", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("not new");
+    };
+    let waiter = {
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            Backend::wait_for_completion(&backend, "awaited", Duration::from_secs(60)).await
+        })
+    };
+    let storage_key = backend.storage_key("awaited");
+    let mut probe = connection(&server);
+    let marked = async {
+        loop {
+            let value: Vec<u8> = probe.get(&storage_key).unwrap();
+            if value.starts_with(b"ik3w") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(support::HANG_GUARD, marked)
+        .await
+        .expect("the waiter marks the claim watched");
+    assert!(
+        Backend::complete(&backend, "awaited", &token, response, LEASE)
+            .await
+            .unwrap()
+    );
+    let record = tokio::time::timeout(support::HANG_GUARD, waiter)
+        .await
+        .expect("the waiter is woken")
+        .unwrap()
+        .unwrap()
+        .expect("the waiter gets the result");
+    assert_eq!(record.response().unwrap().body.as_ref(), b"ok");
+    let calls = command_calls(&mut raw);
+    assert!(calls.contains(&("publish".to_owned(), 1)), "{calls:?}");
+}

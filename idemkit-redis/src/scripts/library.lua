@@ -28,6 +28,21 @@
 -- formatted on the server on the way of a claim or a completion. The key expires (`PX`,
 -- from the client, rounded up) just after the record is gone.
 --
+-- Layout 3 is a claim the client writes itself, without a function, by a plain `SET key
+-- <value> NX PX <ttl> GET`: a free key is claimed in one command that runs no Lua. The
+-- client does not know the server's time, so the value is layout 2's claim with 'ik3' in
+-- its first bytes and, where layout 2 holds the claim's time, the `PX` it sent (16 digits,
+-- ms). The server set the key's expiry from its own clock when it ran the `SET`, so the
+-- claim was made in the millisecond `PEXPIRETIME` less that `PX`; the functions take its
+-- last microsecond (the lease is never cut short by the rounding) and convert the value
+-- to layout 2 as they read it, as they do layout 1: a claim the functions write back
+-- (renewed, completed) is in layout 2. Where layout 2 holds the reclaim grace, layout 3
+-- holds the time from the lease's end to the key's expiry (at least the grace): its
+-- record is gone when its key expires, so while the key lives its claim is not gone
+-- (a completion relies on it). A layout 3 claim whose key lost its expiry (`PERSIST` by
+-- hand) cannot be judged: it is not a record. Its state is 'c', or 'w' once a waiter
+-- watches it (see watch): only then does its completion publish.
+--
 -- Layout 1, a hash (fields v='1', s, t, f, fv, ca, lu, ga, cd, st, h, b), is what the
 -- previous scripts wrote. It is still read: a record found in it is converted to layout 2
 -- on the way (in Lua, for this call), so a completion or renewal rewrites it in layout 2
@@ -41,6 +56,11 @@
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
 local LAYOUT = 'ik2'
+local CLIENT_LAYOUT = 'ik3'
+local CLIENT_CLAIM = 'ik3c'
+-- A client's claim a waiter watches (see watch).
+local CLIENT_CLAIM_WATCHED = 'ik3w'
+local WATCHED = 'w'
 local HEADER = 149
 -- Beyond 2^53 a Lua number is no longer an exact integer.
 local MAX_TIME = 9007199254740991
@@ -124,6 +144,42 @@ local function from_layout_1(key)
     .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
 end
 
+-- The time of the client's claim (layout 3) in `value` at `key`, as the 16 digits layout
+-- 2 holds it in; or nil and why it is not a record.
+local function client_claim_time(key, value)
+  local ttl = tonumber(string.sub(value, 37, 52))
+  if not ttl then
+    return nil, 'a malformed claim'
+  end
+  local expires = redis.call('PEXPIRETIME', key)
+  if expires < ttl then
+    -- -1: the key has no expiry.
+    return nil, 'a claim whose key lost its expiry'
+  end
+  -- The last microsecond of the millisecond the `SET` ran in. A number of 13 digits (the
+  -- years 2001 to 2286) is written exactly by Lua, with no call to `string.format`.
+  local claimed_ms = expires - ttl
+  local claimed_at = claimed_ms .. '999'
+  if #claimed_at ~= 16 then
+    claimed_at = digits16(claimed_ms * 1000 + 999)
+  end
+  return claimed_at
+end
+
+-- The client's claim (layout 3) in `value` at `key`, converted to layout 2: the value, or
+-- nil and why it is not a record.
+local function from_layout_3(key, value)
+  local state = string.sub(value, 4, 4)
+  if #value < HEADER or (state ~= 'c' and state ~= WATCHED) then
+    return nil, 'a malformed claim'
+  end
+  local claimed_at, why = client_claim_time(key, value)
+  if not claimed_at then
+    return nil, why
+  end
+  return LAYOUT .. 'c' .. string.sub(value, 5, 36) .. claimed_at .. string.sub(value, 53)
+end
+
 -- The record in `value` (layout 2): its state, token, lease until and gone after, or
 -- nil and why it is not one. The layout says what the value is, so only what the
 -- functions decide on is checked here, by the cheapest means (no pattern scans, which
@@ -168,7 +224,7 @@ local function parse(value)
 end
 
 -- The record in `found`, what `GET` (or `SET ... GET`) answered for `key` through
--- `redis.pcall`: its value (in layout 2), state, token, lease until and gone after; or
+-- `redis.pcall`: its value (in layout 2, whatever layout it is stored in), state, token, lease until and gone after; or
 -- nil for no key; or false and why the value at the key is not a record. An error but
 -- WRONGTYPE is raised as it is.
 local function record_of(key, found)
@@ -189,6 +245,12 @@ local function record_of(key, found)
       return false, why
     end
     found = converted
+  elseif string.sub(found, 1, 3) == CLIENT_LAYOUT then
+    local converted, why = from_layout_3(key, found)
+    if not converted then
+      return false, why
+    end
+    found = converted
   end
   local state, token, lease_until, gone_at = parse(found)
   if not state then
@@ -197,9 +259,10 @@ local function record_of(key, found)
   return found, state, token, lease_until, gone_at
 end
 
--- The value at `key` if `token` holds its claim and it is not gone at `now`, else nil.
-local function held(key, token, now)
-  local value, state, holder, _, gone_at = record_of(key, redis.pcall('GET', key))
+-- The value at `key` (`found`, what `GET` answered through `redis.pcall`), in layout 2,
+-- if `token` holds its claim and it is not gone at `now`, else nil.
+local function held(key, found, token, now)
+  local value, state, holder, _, gone_at = record_of(key, found)
   if value and state == 'c' and holder == token and now <= gone_at then
     return value
   end
@@ -257,14 +320,32 @@ end
 local function complete(keys, args)
   local key = keys[1]
   local now, now_text = clock()
-  local value = held(key, args[1], now)
-  if not value then
+  local found = redis.pcall('GET', key)
+  local head = type(found) == 'string' and string.sub(found, 1, 4)
+  local value, claimed_at
+  local publish = true
+  if (head == CLIENT_CLAIM or head == CLIENT_CLAIM_WATCHED) and #found >= HEADER then
+    -- The common case, the client's own claim: held by its token while its key lives
+    -- (the record is gone when the key expires), its time read from the key's expiry,
+    -- without converting it first; no one to tell unless a waiter watched it.
+    if string.sub(found, 5, 36) ~= args[1] then
+      return -now
+    end
+    value, claimed_at = found, client_claim_time(key, found)
+    publish = head == CLIENT_CLAIM_WATCHED
+  else
+    value = held(key, found, args[1], now)
+    claimed_at = value and string.sub(value, 37, 52)
+  end
+  if not value or not claimed_at then
     return -now
   end
-  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 84) .. now_text .. args[2]
-    .. string.sub(value, 120, 139) .. args[3] .. string.sub(value, HEADER + 1) .. args[4],
-    'PX', args[5])
-  redis.call('PUBLISH', key, 'completed')
+  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 36) .. claimed_at
+    .. string.sub(value, 53, 84) .. now_text .. args[2] .. string.sub(value, 120, 139)
+    .. args[3] .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
+  if publish then
+    redis.call('PUBLISH', key, 'completed')
+  end
   return now
 end
 
@@ -272,7 +353,7 @@ end
 local function release(keys, args)
   local key = keys[1]
   local now = clock()
-  if not held(key, args[1], now) then
+  if not held(key, redis.pcall('GET', key), args[1], now) then
     return -now
   end
   redis.call('DEL', key)
@@ -285,7 +366,7 @@ end
 local function renew(keys, args)
   local key = keys[1]
   local now = clock()
-  local value = held(key, args[1], now)
+  local value = held(key, redis.pcall('GET', key), args[1], now)
   if not value then
     return -now
   end
@@ -295,13 +376,10 @@ local function renew(keys, args)
   return now
 end
 
--- Read. Reply: {state, now, note[, record]}: 'absent' (no record, one that is gone, or a
--- value that is not a record: the note says why), 'claimed' or 'completed' with the
--- record's value. Writes nothing.
-local function read(keys)
-  local key = keys[1]
+-- What read answers for `found`, what `GET` answered for `key` through `redis.pcall`.
+local function read_found(key, found)
   local now = clock()
-  local value, state, _, _, gone_at = record_of(key, redis.pcall('GET', key))
+  local value, state, _, _, gone_at = record_of(key, found)
   if value == false then
     return {'absent', now, state}
   end
@@ -311,11 +389,33 @@ local function read(keys)
   return {state == 'd' and 'completed' or 'claimed', now, '', value}
 end
 
+-- Read. Reply: {state, now, note[, record]}: 'absent' (no record, one that is gone, or a
+-- value that is not a record: the note says why), 'claimed' or 'completed' with the
+-- record's value. Writes nothing.
+local function read(keys)
+  return read_found(keys[1], redis.pcall('GET', keys[1]))
+end
+
+-- Watch: read for a waiter, which has subscribed to the key's channel first. Reply: as
+-- read's. A client's claim (layout 3) it finds is marked watched ('w' for its state, its
+-- expiry kept), so that its completion publishes: the completion of a client's claim no
+-- one watched publishes nothing, since no one listens for it. A waiter that watched
+-- before the completion is told; one that came after reads the result.
+local function watch(keys)
+  local key = keys[1]
+  local found = redis.pcall('GET', key)
+  if type(found) == 'string' and string.sub(found, 1, 4) == CLIENT_CLAIM then
+    redis.call('SETRANGE', key, 3, WATCHED)
+  end
+  return read_found(key, found)
+end
+
 redis.register_function('idemkit_claim', claim)
 redis.register_function('idemkit_complete', complete)
 redis.register_function('idemkit_release', release)
 redis.register_function('idemkit_renew', renew)
 redis.register_function{function_name = 'idemkit_read', callback = read, flags = {'no-writes'}}
+redis.register_function('idemkit_watch', watch)
 -- Which code is loaded: the client compares it with its own and loads its library when
 -- they differ (see scripts.rs).
 redis.register_function{

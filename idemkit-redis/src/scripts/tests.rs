@@ -1,7 +1,8 @@
 //! The library on a real server, function by function: what each writes, when it
 //! refuses, that everything written expires, that waiters are told, that values which
-//! are not records are treated as absent, and that records of the previous layout (hashes)
-//! are read, completed, renewed and released.
+//! are not records are treated as absent, that records of the previous layout (hashes)
+//! are read, completed, renewed and released, and that the claims the client writes
+//! itself (layout 3) are judged by their key's expiry.
 
 use std::thread::sleep;
 use std::time::Duration;
@@ -129,6 +130,36 @@ fn claim_replacing(
         b"the client could not decode it",
     ];
     fcall(con, super::CLAIM, key, &args)
+}
+
+/// Claims `key` as the backend first does, without a function: a plain `SET ... NX PX
+/// ... GET` of a claim in layout 3 (the key's time to live where layout 2 holds the
+/// claim's time, the time from the lease's end to the key's expiry where it holds the
+/// grace). What was at the key, if anything (then nothing is written).
+fn client_claim(
+    con: &mut Connection,
+    key: &str,
+    token: &str,
+    lease_us: &str,
+    grace_us: &str,
+) -> Option<Vec<u8>> {
+    let lease: u64 = lease_us.parse().unwrap();
+    let ttl = key_ttl(lease + grace_us.parse::<u64>().unwrap());
+    let to_expiry = ttl.parse::<u64>().unwrap() * 1000 - 999 - lease;
+    let value = format!(
+        "ik3c{token}{}{}",
+        digits16(&ttl),
+        claim_rest(lease_us, &to_expiry.to_string())
+    );
+    redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .arg("NX")
+        .arg("PX")
+        .arg(&ttl)
+        .arg("GET")
+        .query(con)
+        .unwrap()
 }
 
 fn complete(
@@ -639,6 +670,57 @@ fn complete_release_and_reclaim_wake_the_keys_channel() {
     );
 }
 
+/// A client's claim is completed without a `PUBLISH` unless a waiter watched it first:
+/// then its completion wakes the channel. A watch reads like a read.
+#[test]
+fn a_client_claim_publishes_its_completion_only_once_watched() {
+    let Some(mut con) = connect() else { return };
+    let server = redis_harness::shared().unwrap();
+    let mut listener = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut pubsub = listener.as_pubsub();
+    let keys = ["scripts:{unwatched}", "scripts:{watched}"];
+    for key in keys {
+        let () = con.del(key).unwrap();
+        pubsub.subscribe(key).unwrap();
+        assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    }
+    let watched = fcall(&mut con, super::WATCH, keys[1], &[]);
+    assert_eq!(watched[0], "claimed");
+    assert_eq!(decoded(&watched).token.to_string(), TOKEN);
+    let value: Vec<u8> = con.get(keys[1]).unwrap();
+    assert_eq!(&value[..4], b"ik3w", "marked watched, nothing else changed");
+    assert!(pttl(&mut con, keys[1]) > 0, "its expiry kept");
+    assert_eq!(read(&mut con, keys[1])[0], "claimed");
+    // Watched twice: still one mark.
+    fcall(&mut con, super::WATCH, keys[1], &[]);
+    let again: Vec<u8> = con.get(keys[1]).unwrap();
+    assert_eq!(again, value);
+
+    assert_eq!(complete(&mut con, keys[0], TOKEN, "1000000", b"a")[0], "1");
+    assert_eq!(complete(&mut con, keys[1], OTHER, "1000000", b"b")[0], "0");
+    assert_eq!(complete(&mut con, keys[1], TOKEN, "1000000", b"b")[0], "1");
+    let message = pubsub.get_message().unwrap();
+    assert_eq!(
+        (
+            message.get_channel_name().to_string(),
+            message.get_payload::<String>().unwrap()
+        ),
+        (keys[1].to_string(), "completed".to_string()),
+        "the unwatched completion published nothing"
+    );
+    for key in keys {
+        let done = read(&mut con, key);
+        assert_eq!(done[0], "completed");
+        assert_eq!(decoded(&done).token.to_string(), TOKEN);
+    }
+}
+
 #[test]
 fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
     let Some(mut con) = connect() else { return };
@@ -706,6 +788,74 @@ fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
 }
 
 /// A private server, so that flushing and replacing its functions disturbs no other test.
+#[test]
+fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
+    let Some(mut con) = connect() else { return };
+
+    // A lease of 1 ms: in flight at once, lapsed soon after, then reclaimed and fenced.
+    let key = "scripts:{client-claim-lapses}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, "1000", GRACE_US), None);
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut con).unwrap();
+    let now = seconds * 1_000_000 + micros;
+    let found = read(&mut con, key);
+    assert_eq!(found[0], "claimed", "{found:?}");
+    let stored = decoded(&found);
+    assert_eq!(stored.token.to_string(), TOKEN);
+    assert_eq!(stored.claimed_at % 1000, 999, "the last microsecond of its millisecond");
+    assert!(
+        stored.claimed_at <= now + 1000 && stored.claimed_at + 1_000_000 > now,
+        "claimed at {} by a server at {now}",
+        stored.claimed_at
+    );
+    assert_eq!(stored.lease_until, stored.claimed_at + 1000);
+    let expires: u64 = redis::cmd("PEXPIRETIME").arg(key).query(&mut con).unwrap();
+    assert_eq!(stored.gone_at, expires * 1000, "gone when its key expires");
+    assert!(stored.gone_at >= stored.lease_until + GRACE_US.parse::<u64>().unwrap());
+    let taken = client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US).expect("taken");
+    assert_eq!(&taken[..4], b"ik3c", "a plain claim never writes over one");
+    sleep(Duration::from_millis(20));
+    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "reclaimed");
+    assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"late")[0], "0");
+    assert_eq!(complete(&mut con, key, OTHER, "1000000", b"ok")[0], "1");
+
+    // Renewed: in layout 2 from then on, its claim's time kept, its lease from now.
+    let key = "scripts:{client-claim-renewed}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let before = decoded(&read(&mut con, key));
+    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "in_flight");
+    assert_eq!(renew(&mut con, key, OTHER, "90000000")[0], "0");
+    let renewed = renew(&mut con, key, TOKEN, "90000000");
+    assert_eq!(renewed[0], "1");
+    let value: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(&value[..4], b"ik2c");
+    let after = decoded(&read(&mut con, key));
+    assert_eq!(after.claimed_at, before.claimed_at);
+    assert_eq!(after.lease_until, renewed[1].parse::<u64>().unwrap() + 90_000_000);
+
+    // Released by its token alone.
+    let key = "scripts:{client-claim-released}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    assert_eq!(release(&mut con, key, OTHER)[0], "0");
+    assert_eq!(release(&mut con, key, TOKEN)[0], "1");
+    assert_eq!(client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US), None);
+
+    // Its key's expiry removed: no longer a record, replaced by the next claim.
+    let key = "scripts:{client-claim-persisted}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let _: bool = con.persist(key).unwrap();
+    let found = read(&mut con, key);
+    assert_eq!(found[0], "absent");
+    assert_eq!(found[2], "a claim whose key lost its expiry");
+    let replaced = claim(&mut con, key, OTHER, LEASE_US, GRACE_US);
+    assert_eq!(replaced[0], "new");
+    assert_eq!(replaced[2], "a claim whose key lost its expiry");
+    assert!(pttl(&mut con, key) > 0);
+}
+
 fn private_server() -> Option<(redis_harness::RedisServer, Connection)> {
     if !redis_harness::available() {
         return None;
