@@ -19,7 +19,11 @@
 //! - `functions_minimum`: the commands our functions cannot do without, run from Lua and
 //!   nothing else: a claim function (`TIME`, `SET NX PX`) and a completion function
 //!   (`TIME`, `GET`, `SET XX PX`, `PUBLISH`), from the same 64 tasks: what any Functions
-//!   backend costs the server before its own logic.
+//!   backend costs the server before its own logic;
+//! - `plain_claim_minimum`: the commands our backend's design cannot do without: the claim
+//!   one plain `SET key <claim> NX PX GET`, the completion a function running `TIME`,
+//!   `GET`, `PEXPIRETIME` (the claim's time) and `SET XX PX` (no `PUBLISH`: no one
+//!   watches), from the same 64 tasks: ours before any check, fencing or layout work.
 //!
 //! Every batch of every series also measures the server's CPU time (`used_cpu_sys` +
 //! `used_cpu_user` from `INFO cpu`, read before and after the batch) divided by its pairs:
@@ -271,6 +275,34 @@ async fn functions_minimum_pair(mut connection: ConnectionManager, n: u64) {
     assert!(now > 0);
 }
 
+/// A claim by one plain `SET NX PX GET` and a completion by the least a function of our
+/// design can do (the claim's time read from its key's expiry, no one to wake).
+async fn plain_claim_minimum_pair(mut connection: ConnectionManager, n: u64) {
+    let key = format!("plain-minimum:{{{n}}}");
+    let claim = "c".repeat(135);
+    let found: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg(&claim)
+        .arg("NX")
+        .arg("PX")
+        .arg(90_000)
+        .arg("GET")
+        .query_async(&mut connection)
+        .await
+        .expect("SET NX GET");
+    assert!(found.is_none(), "{key} was not free");
+    let now: i64 = redis::cmd("FCALL")
+        .arg("idemkit_bench_complete_client_claim")
+        .arg(1)
+        .arg(&key)
+        .arg(format!("{claim}ok"))
+        .arg(60_000)
+        .query_async(&mut connection)
+        .await
+        .expect("the minimum completion of a client's claim");
+    assert!(now > 0);
+}
+
 /// The anchor's function and the minimum functions, in a library of the bench's own.
 const TRIVIAL_FUNCTION: &str = "idemkit_bench_trivial";
 const TRIVIAL_LIBRARY: &str = r"#!lua name=idemkit_bench
@@ -285,6 +317,13 @@ redis.register_function('idemkit_bench_complete', function(keys, args)
   redis.call('GET', keys[1])
   redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
   redis.call('PUBLISH', keys[1], 'completed')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)
+redis.register_function('idemkit_bench_complete_client_claim', function(keys, args)
+  local time = redis.call('TIME')
+  redis.call('GET', keys[1])
+  redis.call('PEXPIRETIME', keys[1])
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end)";
 
@@ -343,11 +382,12 @@ fn python_reference_installed() -> bool {
 }
 
 /// The series, in the order they run and print.
-const SERIES: [&str; 6] = [
+const SERIES: [&str; 7] = [
     "idemkit_redis",
     "anchor_trivial_fcall",
     "floor_plain_commands",
     "functions_minimum",
+    "plain_claim_minimum",
     "redis_benchmark_ceiling",
     "python_reference",
 ];
@@ -455,6 +495,9 @@ impl Bench<'_> {
             }),
             "functions_minimum" => measured(self.server, series, || {
                 connection_pairs(self.runtime, self.connection, functions_minimum_pair)
+            }),
+            "plain_claim_minimum" => measured(self.server, series, || {
+                connection_pairs(self.runtime, self.connection, plain_claim_minimum_pair)
             }),
             "redis_benchmark_ceiling" => {
                 measured(self.server, series, || ceiling_pairs(self.server, self.sha))
@@ -716,6 +759,13 @@ fn paired_rounds(bench: &Bench<'_>) {
         ),
         (
             "floor_plain_commands",
+            Batch::server_us,
+            "server us/pair",
+            "-",
+        ),
+        ("functions_minimum", Batch::server_us, "server us/pair", "-"),
+        (
+            "plain_claim_minimum",
             Batch::server_us,
             "server us/pair",
             "-",
