@@ -224,9 +224,9 @@ local function parse(value)
 end
 
 -- The record in `found`, what `GET` (or `SET ... GET`) answered for `key` through
--- `redis.pcall`: its value (in layout 2, whatever layout it is stored in), state, token, lease until and gone after; or
--- nil for no key; or false and why the value at the key is not a record. An error but
--- WRONGTYPE is raised as it is.
+-- `redis.pcall`: its value (in layout 2, whatever layout it is stored in), state, token,
+-- lease until and gone after; or nil for no key; or false and why the value at the key is
+-- not a record. An error but WRONGTYPE is raised as it is.
 local function record_of(key, found)
   if not found then
     return nil
