@@ -56,6 +56,7 @@
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
 local LAYOUT = 'ik2'
+local COMPLETED = 'ik2d'
 local CLIENT_LAYOUT = 'ik3'
 local CLIENT_CLAIM = 'ik3c'
 -- A client's claim a waiter watches (see watch).
@@ -328,7 +329,8 @@ local function complete(keys, args)
     -- The common case, the client's own claim: held by its token while its key lives
     -- (the record is gone when the key expires), its time read from the key's expiry,
     -- without converting it first; no one to tell unless a waiter watched it.
-    if string.sub(found, 5, 36) ~= args[1] then
+    -- The token where it must be, found without copying it out.
+    if #args[1] ~= 32 or string.find(found, args[1], 5, true) ~= 5 then
       return -now
     end
     value, claimed_at = found, client_claim_time(key, found)
@@ -340,9 +342,10 @@ local function complete(keys, args)
   if not value or not claimed_at then
     return -now
   end
-  redis.call('SET', key, LAYOUT .. 'd' .. string.sub(value, 5, 36) .. claimed_at
-    .. string.sub(value, 53, 84) .. now_text .. args[2] .. string.sub(value, 120, 139)
-    .. args[3] .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
+  -- The token is the holder's, `args[1]`.
+  redis.call('SET', key, COMPLETED .. args[1] .. claimed_at .. string.sub(value, 53, 84)
+    .. now_text .. args[2] .. string.sub(value, 120, 139) .. args[3]
+    .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
   if publish then
     redis.call('PUBLISH', key, 'completed')
   end

@@ -838,6 +838,10 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     let key = "scripts:{client-claim-released}";
     let () = con.del(key).unwrap();
     assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    // Fenced by the whole token: not a part of it, nor nothing.
+    for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
+        assert_eq!(complete(&mut con, key, wrong, "1000000", b"x")[0], "0", "{wrong:?}");
+    }
     assert_eq!(release(&mut con, key, OTHER)[0], "0");
     assert_eq!(release(&mut con, key, TOKEN)[0], "1");
     assert_eq!(client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US), None);
