@@ -664,7 +664,8 @@ fn where_the_time_goes(bench: &Bench<'_>) {
 const ROUNDS: usize = 7;
 
 /// Figures with the load held equal: in each round one batch of each series, back to
-/// back, and the round's figures; then the median and range of each. (On a shared
+/// back (the order turning from round to round), and the round's figures; then the
+/// median and range of each. (On a shared
 /// machine the load moves between criterion's series, which run one after the other;
 /// within a round it moves far less.)
 fn paired_rounds(bench: &Bench<'_>) {
@@ -677,7 +678,11 @@ fn paired_rounds(bench: &Bench<'_>) {
         "\nredis_pairs, paired: {rounds} rounds of one {BATCH}-pair batch per series, back to back"
     );
     for round in 1..=rounds {
-        let batches: Vec<Batch> = SERIES
+        // The order turns by one series each round, so that no series always runs first
+        // (after the previous round's last) or last.
+        let mut order = SERIES;
+        order.rotate_left((round - 1) % SERIES.len());
+        let batches: Vec<Batch> = order
             .iter()
             .filter_map(|series| bench.run(series))
             .collect();

@@ -246,7 +246,7 @@ impl Inner {
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
         self.settled(key).await;
-        let token = token::fresh().map_err(Error::storage)?;
+        let token = token::fresh()?;
         let claimed = self
             .claim_with(key, &token, fingerprint, fingerprint_version, lease_ttl)
             .await;
