@@ -92,9 +92,7 @@ impl ServerClock {
             anchor: current,
         }
     }
-}
 
-impl ServerClock {
     /// The server's time at the local instant `local` by the mapping the last replies
     /// agreed on, for a reply that carried no time; `None` before any reply did.
     pub(crate) fn estimate(&self, local: Instant) -> Option<ServerNow> {
@@ -163,6 +161,21 @@ mod tests {
         );
         assert_eq!(now.until(12_000_000), Duration::from_secs(2));
         assert_eq!(now.until(9_000_000), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_reply_without_a_time_is_read_by_the_last_mapping() {
+        let clock = ServerClock::default();
+        let start = Instant::now() + Duration::from_secs(10);
+        assert!(clock.estimate(start).is_none(), "no reply has anchored it yet");
+        let anchored = clock.observe(50_000_000, start, start);
+        let later = clock
+            .estimate(start + Duration::from_millis(1_500))
+            .unwrap();
+        assert_eq!(later.micros(), 51_500_000);
+        assert_eq!(later.instant(70_000_000), anchored.instant(70_000_000));
+        let earlier = clock.estimate(start - Duration::from_millis(20)).unwrap();
+        assert_eq!(earlier.micros(), 49_980_000);
     }
 
     #[test]

@@ -622,17 +622,24 @@ fn the_longest_durations_still_expire_and_stay_exact() {
     assert!(pttl(&mut con, key) > 0);
 }
 
-#[test]
-fn complete_release_and_reclaim_wake_the_keys_channel() {
-    let Some(mut con) = connect() else { return };
+/// A connection to the shared server for a subscriber, whose reads give up after 10 s
+/// (a message that never comes fails the test instead of hanging it).
+fn listener() -> Connection {
     let server = redis_harness::shared().unwrap();
-    let mut listener = redis::Client::open(server.url())
+    let listener = redis::Client::open(server.url())
         .unwrap()
         .get_connection()
         .unwrap();
     listener
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
+    listener
+}
+
+#[test]
+fn complete_release_and_reclaim_wake_the_keys_channel() {
+    let Some(mut con) = connect() else { return };
+    let mut listener = listener();
     let mut pubsub = listener.as_pubsub();
     let keys = [
         "scripts:{wake-complete}",
@@ -675,14 +682,7 @@ fn complete_release_and_reclaim_wake_the_keys_channel() {
 #[test]
 fn a_client_claim_publishes_its_completion_only_once_watched() {
     let Some(mut con) = connect() else { return };
-    let server = redis_harness::shared().unwrap();
-    let mut listener = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    listener
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
+    let mut listener = listener();
     let mut pubsub = listener.as_pubsub();
     let keys = ["scripts:{unwatched}", "scripts:{watched}"];
     for key in keys {
