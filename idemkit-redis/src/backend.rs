@@ -111,6 +111,13 @@ enum FirstTry {
     AskTheServer,
 }
 
+/// How long a completed record a claim's plain `SET` found must have left, by this
+/// client's mapping of the server's clock, to be replayed without asking the server:
+/// far beyond the mapping's error (at most [`TOLERANCE`](crate::server_clock::TOLERANCE)
+/// plus a round trip, or the anchor is taken again), so that a record is never replayed
+/// past its end; nearer it, the claim function judges by the server's `TIME`.
+const REPLAY_MARGIN: Duration = Duration::from_secs(1);
+
 /// The first bytes of a claim the client writes itself (layout 3).
 const CLIENT_CLAIM: &str = "ik3c";
 
@@ -132,10 +139,11 @@ fn claim_fields(lease: u64, kept: u64, fingerprint: &str, fingerprint_version: u
     fields
 }
 
-/// A duration in microseconds as the 16 digits a record stores it in (see
-/// `scripts/library.lua`; [`micros`] keeps it below 10^16).
-fn digits16(micros: u64) -> String {
-    format!("{micros:016}")
+/// A number as the 16 digits a record stores it in (see `scripts/library.lua`): a
+/// duration in microseconds ([`micros`] keeps it below 10^16), or a key's time to live
+/// in milliseconds.
+fn digits16(number: u64) -> String {
+    format!("{number:016}")
 }
 
 /// The time to live of a key whose record is gone `micros` from now: in milliseconds,
@@ -246,7 +254,7 @@ impl Inner {
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
         self.settled(key).await;
-        let token = token::fresh()?;
+        let token = token::fresh().map_err(Error::storage)?;
         let claimed = self
             .claim_with(key, &token, fingerprint, fingerprint_version, lease_ttl)
             .await;
@@ -365,11 +373,11 @@ impl Inner {
     /// A claim's first try, which runs no function: `SET <storage_key> <claim> NX PX
     /// <expires> GET`, the claim written by the client in layout 3 (see
     /// `scripts/library.lua`), the key's expiry set by the server's clock. A free key is
-    /// then ours, and a completed record comes back to be replayed while its key lives
-    /// (which is at most two milliseconds past its time to live). Anything else (a claim
-    /// whose lease the server must judge, a value that is not a record, a record this
-    /// client cannot read, a record the mapped server clock says is gone) is left for
-    /// the claim function, which judges it by the server's `TIME`.
+    /// then ours, and a completed record comes back, replayed at once if it has more than
+    /// [`REPLAY_MARGIN`] left by the mapped server clock. Anything else (a claim whose
+    /// lease the server must judge, a value that is not a record, a record this client
+    /// cannot read, a record near its end) is left for the claim function, which judges
+    /// it by the server's `TIME`.
     async fn claim_free(
         &self,
         key: &str,
@@ -415,7 +423,7 @@ impl Inner {
         let Some(now) = self.clock.estimate(Instant::now()) else {
             return Ok(FirstTry::AskTheServer);
         };
-        if now.micros() > stored.gone_at {
+        if now.micros().saturating_add(micros(REPLAY_MARGIN)) >= stored.gone_at {
             return Ok(FirstTry::AskTheServer);
         }
         Ok(match self.record(key, storage_key, stored, &now) {

@@ -38,15 +38,18 @@
 //!   idemkit-redis wrote them before) are still read, completed, renewed, released,
 //!   replayed, counted and purged; a write rewrites them in the current layout. The
 //!   reverse does not hold: an older version reads a record of this layout as a corrupt
-//!   value (and would run its key again), so upgrade every process sharing a namespace
+//!   value (and would run its key again), and an older process that connects later
+//!   loads its own library over this one, so upgrade every process sharing a server
 //!   together.
 //! - **A free key costs one plain command.** A claim is first one `SET ... NX PX ...
 //!   GET`, which runs no script: a free key is then claimed, and a completed record comes
-//!   back to be replayed while its key lives (at most two milliseconds past its time to
-//!   live). The claim it writes holds no time (the client does not know the server's):
-//!   the key's expiry, which the server set by its own clock, tells when it was made,
-//!   and the functions read it from there (`PEXPIRETIME`). A claim that finds another
-//!   claim, or anything it cannot replay, asks the claim function, which judges.
+//!   back, to be replayed at once if it has more than a second left by this client's
+//!   mapping of the server's clock (which every function's reply keeps within 100 ms).
+//!   The claim it writes holds no time (the client does not know the server's): the
+//!   key's expiry, which the server set by its own clock, tells when it was made, and
+//!   the functions read it from there (`PEXPIRETIME`). A claim that finds another claim,
+//!   a record near its end, or anything it cannot replay, asks the claim function, which
+//!   judges by the server's `TIME`.
 //! - **One function per operation.** Claim (past a free key), complete, release and
 //!   renew are each one function of a Redis Functions library (Redis 7), atomic on the
 //!   server, called with `FCALL`. The library is loaded once per server, under the one
@@ -99,7 +102,8 @@
 //! - **Time on this side.** Each function's reply carries the server's time; the
 //!   instants of a [`Record`](idemkit_core::Record) are the server's mapped onto this
 //!   machine's monotonic clock relative to such a reply, so they are off by at most a
-//!   round trip.
+//!   round trip (and a record replayed from a plain `SET`, whose reply carries no time,
+//!   by at most the mapping's 100 ms tolerance).
 //!
 //! # What Redis cannot promise
 //!

@@ -14,7 +14,11 @@
 //!
 //! Two backends of different versions on one server share whichever library was loaded
 //! last, so a new version keeps the functions' names, arguments and replies compatible
-//! with the one before, or renames the functions it changes.
+//! with the one before, or renames the functions it changes. That is not enough when the
+//! client itself writes a new layout, as it writes layout 3 claims: an older library
+//! takes those for corrupt values (it refuses their completions and replaces them), and
+//! an older process that connects later loads its library over this one. Every process
+//! sharing a server is then upgraded together.
 
 use std::sync::LazyLock;
 

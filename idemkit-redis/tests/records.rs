@@ -938,6 +938,34 @@ async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
     );
     let unchanged: Vec<u8> = raw.get(&storage_key).unwrap();
     assert_eq!(unchanged, stored);
+
+    // A result with less than a second left is not replayed on this client's estimate of
+    // the server's clock: the claim function judges it by the server's `TIME`.
+    let Claim::New(token) = Backend::claim(&backend, "short", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("a free key was not new");
+    };
+    let response = Arc::new(Response::new(200, "soon gone"));
+    let completed = std::time::Instant::now();
+    assert!(
+        Backend::complete(&backend, "short", &token, response, Duration::from_secs(1))
+            .await
+            .unwrap()
+    );
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let claim = Backend::claim(&backend, "short", "fp", 1, LEASE)
+        .await
+        .unwrap();
+    if completed.elapsed() < Duration::from_millis(900) {
+        assert!(matches!(claim, Claim::Completed(_)), "{claim:?}");
+        let calls = command_calls(&mut raw);
+        assert!(calls.contains(&("fcall".to_owned(), 1)), "{calls:?}");
+    }
 }
 
 /// A client's claim whose key lost its expiry (`PERSIST` by hand) cannot be judged:

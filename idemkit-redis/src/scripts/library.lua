@@ -327,10 +327,13 @@ local function complete(keys, args)
   local publish = true
   if (head == CLIENT_CLAIM or head == CLIENT_CLAIM_WATCHED) and #found >= HEADER then
     -- The common case, the client's own claim: held by its token while its key lives
-    -- (the record is gone when the key expires), its time read from the key's expiry,
-    -- without converting it first; no one to tell unless a waiter watched it.
-    -- The token where it must be, found without copying it out.
-    if #args[1] ~= 32 or string.find(found, args[1], 5, true) ~= 5 then
+    -- (its record ends with its key, to the millisecond), its time read from the key's
+    -- expiry, without converting it first; no one to tell unless a waiter watched it.
+    -- Its length as parse checks it, and the token where it must be, found without
+    -- copying it out.
+    local fingerprint_len = tonumber(string.sub(found, 130, 139))
+    if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
+        or string.find(found, args[1], 5, true) ~= 5 then
       return -now
     end
     value, claimed_at = found, client_claim_time(key, found)
@@ -373,7 +376,9 @@ local function renew(keys, args)
   if not value then
     return -now
   end
-  local lease = now + tonumber(args[2]) - tonumber(string.sub(value, 37, 52))
+  -- Never below zero: a client's claim is dated to the last microsecond of its
+  -- millisecond, which a renewal in that millisecond can precede.
+  local lease = math.max(0, now + tonumber(args[2]) - tonumber(string.sub(value, 37, 52)))
   redis.call('SET', key, string.sub(value, 1, 52) .. digits16(lease) .. args[3]
     .. string.sub(value, 85), 'PX', args[4])
   return now
@@ -418,7 +423,8 @@ redis.register_function('idemkit_complete', complete)
 redis.register_function('idemkit_release', release)
 redis.register_function('idemkit_renew', renew)
 redis.register_function{function_name = 'idemkit_read', callback = read, flags = {'no-writes'}}
-redis.register_function('idemkit_watch', watch)
+-- It writes one byte over one of the same size, if anything: allowed under `maxmemory`.
+redis.register_function{function_name = 'idemkit_watch', callback = watch, flags = {'allow-oom'}}
 -- Which code is loaded: the client compares it with its own and loads its library when
 -- they differ (see scripts.rs).
 redis.register_function{

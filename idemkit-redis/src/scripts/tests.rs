@@ -787,7 +787,6 @@ fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
     assert!(!exists);
 }
 
-/// A private server, so that flushing and replacing its functions disturbs no other test.
 #[test]
 fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     let Some(mut con) = connect() else { return };
@@ -842,6 +841,22 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
         assert_eq!(complete(&mut con, key, wrong, "1000000", b"x")[0], "0", "{wrong:?}");
     }
+    // A claim cut short (its fingerprint shorter than its length says) is not held,
+    // whatever its token.
+    let whole: Vec<u8> = con.get(key).unwrap();
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(&whole[..whole.len() - 1])
+        .arg("KEEPTTL")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"x")[0], "0");
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(&whole)
+        .arg("KEEPTTL")
+        .query(&mut con)
+        .unwrap();
     assert_eq!(release(&mut con, key, OTHER)[0], "0");
     assert_eq!(release(&mut con, key, TOKEN)[0], "1");
     assert_eq!(client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US), None);
@@ -860,6 +875,31 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert!(pttl(&mut con, key) > 0);
 }
 
+/// A waiter's read marks a claim, a write: it still runs when the server is out of
+/// memory (`maxmemory` reached, `noeviction`), as the read it replaced did.
+#[test]
+fn a_waiter_reads_even_when_the_server_is_out_of_memory() {
+    let Some((_server, mut con)) = private_server() else {
+        return;
+    };
+    load_library(&mut con);
+    let key = "scripts:{out-of-memory}";
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
+    let refused: redis::RedisResult<()> = con.set("scripts:{another}", "x");
+    assert!(refused.is_err(), "the server is out of memory");
+    let watched = fcall(&mut con, super::WATCH, key, &[]);
+    assert_eq!(watched[0], "claimed");
+    let value: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(&value[..4], b"ik3w");
+}
+
+/// A private server, so that flushing and replacing its functions disturbs no other test.
 fn private_server() -> Option<(redis_harness::RedisServer, Connection)> {
     if !redis_harness::available() {
         return None;
