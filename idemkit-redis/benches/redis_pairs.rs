@@ -253,26 +253,37 @@ async fn floor_pair(mut connection: ConnectionManager, n: u64) {
 async fn functions_minimum_pair(mut connection: ConnectionManager, n: u64) {
     let key = format!("minimum:{{{n}}}");
     let claim = "c".repeat(135);
+    bench_function(&mut connection, "idemkit_bench_claim", &key, &claim, 90_000).await;
+    let result = format!("{claim}ok");
+    bench_function(
+        &mut connection,
+        "idemkit_bench_complete",
+        &key,
+        &result,
+        60_000,
+    )
+    .await;
+}
+
+/// `FCALL function 1 key value px` of one of the bench's own functions, which answer the
+/// server's time.
+async fn bench_function(
+    connection: &mut ConnectionManager,
+    function: &str,
+    key: &str,
+    value: &str,
+    px: u64,
+) {
     let now: i64 = redis::cmd("FCALL")
-        .arg("idemkit_bench_claim")
+        .arg(function)
         .arg(1)
-        .arg(&key)
-        .arg(&claim)
-        .arg(90_000)
-        .query_async(&mut connection)
+        .arg(key)
+        .arg(value)
+        .arg(px)
+        .query_async(connection)
         .await
-        .expect("the minimum claim");
-    assert!(now > 0);
-    let now: i64 = redis::cmd("FCALL")
-        .arg("idemkit_bench_complete")
-        .arg(1)
-        .arg(&key)
-        .arg(format!("{claim}ok"))
-        .arg(60_000)
-        .query_async(&mut connection)
-        .await
-        .expect("the minimum completion");
-    assert!(now > 0);
+        .unwrap_or_else(|error| panic!("{function}: {error}"));
+    assert!(now > 0, "{function} answered {now}");
 }
 
 /// A claim by one plain `SET NX PX GET` and a completion by the least a function of our
@@ -291,16 +302,15 @@ async fn plain_claim_minimum_pair(mut connection: ConnectionManager, n: u64) {
         .await
         .expect("SET NX GET");
     assert!(found.is_none(), "{key} was not free");
-    let now: i64 = redis::cmd("FCALL")
-        .arg("idemkit_bench_complete_client_claim")
-        .arg(1)
-        .arg(&key)
-        .arg(format!("{claim}ok"))
-        .arg(60_000)
-        .query_async(&mut connection)
-        .await
-        .expect("the minimum completion of a client's claim");
-    assert!(now > 0);
+    let result = format!("{claim}ok");
+    bench_function(
+        &mut connection,
+        "idemkit_bench_complete_client_claim",
+        &key,
+        &result,
+        60_000,
+    )
+    .await;
 }
 
 /// The anchor's function and the minimum functions, in a library of the bench's own.

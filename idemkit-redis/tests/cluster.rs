@@ -71,13 +71,7 @@ async fn the_backend_works_on_a_three_master_cluster() {
         else {
             panic!("not new");
         };
-        let waiter = {
-            let other = other.clone();
-            let key = key.clone();
-            tokio::spawn(async move {
-                Backend::wait_for_completion(&other, &key, Duration::from_secs(30)).await
-            })
-        };
+        let waiter = support::spawn_waiter(&other, &key, Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(100)).await;
         let response = Arc::new(Response::new(200, key.clone()));
         assert!(

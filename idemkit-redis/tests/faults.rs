@@ -31,12 +31,7 @@ async fn works_end_to_end(backend: &RedisBackend) {
     else {
         panic!("a fresh key after the fault was not new");
     };
-    let waiter = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            Backend::wait_for_completion(&backend, "after", Duration::from_secs(30)).await
-        })
-    };
+    let waiter = support::spawn_waiter(backend, "after", Duration::from_secs(30));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let response = Arc::new(Response::new(200, "after the fault"));
     assert!(
@@ -67,12 +62,7 @@ async fn killed_during_a_wait_then_restarted() {
     let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
         panic!("not new");
     };
-    let waiter = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            Backend::wait_for_completion(&backend, "k", Duration::from_secs(30)).await
-        })
-    };
+    let waiter = support::spawn_waiter(&backend, "k", Duration::from_secs(30));
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.kill();
     let outcome = tokio::time::timeout(HANG_GUARD, waiter)
@@ -365,12 +355,7 @@ async fn a_wait_on_a_frozen_server_ends_by_its_timeout() {
     let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
         panic!("not new");
     };
-    let waiter = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            Backend::wait_for_completion(&backend, "k", Duration::from_secs(2)).await
-        })
-    };
+    let waiter = support::spawn_waiter(&backend, "k", Duration::from_secs(2));
     tokio::time::sleep(Duration::from_millis(300)).await;
     server.pause().unwrap();
     let outcome = tokio::time::timeout(HANG_GUARD, waiter).await;

@@ -778,6 +778,11 @@ async fn records_only_the_client_finds_corrupt_are_absent_and_replaced() {
     }
 }
 
+/// Zeroes the server's counts of calls per command (`CONFIG RESETSTAT`).
+fn reset_command_stats(raw: &mut redis::Connection) {
+    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(raw).unwrap();
+}
+
 /// The calls the server counted per command since the last `CONFIG RESETSTAT`
 /// (`INFO commandstats`), e.g. `("set", 1)`.
 fn command_calls(raw: &mut redis::Connection) -> Vec<(String, u64)> {
@@ -813,13 +818,8 @@ async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
     let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut raw).unwrap();
     let before = seconds * 1_000_000 + micros;
 
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut raw)
-        .unwrap();
-    let Claim::New(token) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap() else {
-        panic!("a free key was not new");
-    };
+    reset_command_stats(&mut raw);
+    let token = support::claim_new(&backend, "k").await;
     let calls = command_calls(&mut raw);
     assert!(calls.contains(&("set".to_owned(), 1)), "{calls:?}");
     assert!(!calls.iter().any(|(name, _)| name == "fcall"), "{calls:?}");
@@ -912,10 +912,7 @@ async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
     assert_eq!(kept, claimed_at, "the claim's time is kept");
 
     // A replay: one plain `SET` again, which writes nothing over the record.
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut raw)
-        .unwrap();
+    reset_command_stats(&mut raw);
     let Claim::Completed(replay) = Backend::claim(&backend, "k", "fp", 1, LEASE).await.unwrap()
     else {
         panic!("not replayed");
@@ -941,12 +938,7 @@ async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
 
     // A result with less than a second left is not replayed on this client's estimate of
     // the server's clock: the claim function judges it by the server's `TIME`.
-    let Claim::New(token) = Backend::claim(&backend, "short", "fp", 1, LEASE)
-        .await
-        .unwrap()
-    else {
-        panic!("a free key was not new");
-    };
+    let token = support::claim_new(&backend, "short").await;
     let response = Arc::new(Response::new(200, "soon gone"));
     let completed = std::time::Instant::now();
     assert!(
@@ -954,10 +946,7 @@ async fn a_free_key_and_a_replay_take_one_plain_set_and_no_function() {
             .await
             .unwrap()
     );
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut raw)
-        .unwrap();
+    reset_command_stats(&mut raw);
     let claim = Backend::claim(&backend, "short", "fp", 1, LEASE)
         .await
         .unwrap();
@@ -1012,16 +1001,8 @@ async fn a_completion_publishes_only_for_a_claim_someone_waits_on() {
     let mut raw = connection(&server);
     let response = Arc::new(Response::new(200, "ok"));
 
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut raw)
-        .unwrap();
-    let Claim::New(token) = Backend::claim(&backend, "alone", "fp", 1, LEASE)
-        .await
-        .unwrap()
-    else {
-        panic!("not new");
-    };
+    reset_command_stats(&mut raw);
+    let token = support::claim_new(&backend, "alone").await;
     assert!(
         Backend::complete(&backend, "alone", &token, response.clone(), LEASE)
             .await
@@ -1033,18 +1014,8 @@ async fn a_completion_publishes_only_for_a_claim_someone_waits_on() {
         "{calls:?}"
     );
 
-    let Claim::New(token) = Backend::claim(&backend, "awaited", "fp", 1, LEASE)
-        .await
-        .unwrap()
-    else {
-        panic!("not new");
-    };
-    let waiter = {
-        let backend = backend.clone();
-        tokio::spawn(async move {
-            Backend::wait_for_completion(&backend, "awaited", Duration::from_secs(60)).await
-        })
-    };
+    let token = support::claim_new(&backend, "awaited").await;
+    let waiter = support::spawn_waiter(&backend, "awaited", Duration::from_secs(60));
     let storage_key = backend.storage_key("awaited");
     let mut probe = connection(&server);
     let marked = async {

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use idemkit_core::{Backend, BlockingBackend, Claim, Error};
+use idemkit_core::{Backend, BlockingBackend, Claim, ClaimToken, Error, Record};
 use idemkit_redis::{RedisBackend, RedisBuilder};
 
 /// How long a test waits for something that should happen "soon" before calling it a
@@ -101,4 +101,23 @@ pub fn is_timeout(error: &Error) -> bool {
 pub fn server() -> Option<redis_harness::RedisServer> {
     redis_harness::available()
         .then(|| redis_harness::RedisServer::start().expect("a test server starts"))
+}
+
+/// Claims the fresh key `key` with a long lease, and its token: a key that is not new
+/// fails the test.
+pub async fn claim_new(backend: &RedisBackend, key: &str) -> ClaimToken {
+    match Backend::claim(backend, key, "fp", 1, LEASE).await.unwrap() {
+        Claim::New(token) => token,
+        other => panic!("{key} was not new: {other:?}"),
+    }
+}
+
+/// A task that waits on `backend` for `key`'s completion for at most `timeout`.
+pub fn spawn_waiter(
+    backend: &RedisBackend,
+    key: &str,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<Option<Record>, Error>> {
+    let (backend, key) = (backend.clone(), key.to_owned());
+    tokio::spawn(async move { Backend::wait_for_completion(&backend, &key, timeout).await })
 }
