@@ -29,16 +29,27 @@ where
 }
 
 /// The 64 lowercase hex digits of a SHA-256 digest, written into an array first: one
-/// allocation of the exact size, and no per-character capacity check.
+/// allocation of the exact size, and no per-character capacity check. Each byte's two
+/// digits come from one table entry (half the lookups and shifts of a digit at a time).
 fn to_lower_hex(digest: &[u8; 32]) -> Box<str> {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 64];
-    for (pair, byte) in text.chunks_exact_mut(2).zip(digest) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    for (pair, &byte) in text.chunks_exact_mut(2).zip(digest) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
     Box::from(std::str::from_utf8(&text).expect("hex digits are ASCII"))
 }
+
+/// The two lowercase hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
+        byte += 1;
+    }
+    pairs
+};
 
 /// The name under which an executor stores an operation: a hash of the caller's
 /// idempotency key, never the key itself.
@@ -185,6 +196,17 @@ mod tests {
         assert_ne!(Key::new(["", "a"]), Key::new(["a", ""]));
         assert_ne!(Key::new(["a"]), Key::new(["a", ""]));
         assert_eq!(Key::new(["a", "b"]), Key::new([b"a".as_slice(), b"b"]));
+    }
+
+    #[test]
+    fn every_byte_is_written_as_its_two_lowercase_hex_digits() {
+        for byte in 0..=255u8 {
+            let pair = HEX_PAIRS[usize::from(byte)];
+            assert_eq!(std::str::from_utf8(&pair).unwrap(), format!("{byte:02x}"));
+        }
+        let digest: [u8; 32] = std::array::from_fn(|i| (i * 8 + 7) as u8);
+        let expected: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(&*to_lower_hex(&digest), expected);
     }
 
     #[test]

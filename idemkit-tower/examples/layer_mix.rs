@@ -9,6 +9,9 @@
 //! ```sh
 //! cargo build --release -p idemkit-tower --example layer_mix
 //! valgrind --tool=callgrind target/release/examples/layer_mix new 20000
+//! # the loopback bench's body (compact, its names sorted) instead of the default's
+//! valgrind --tool=callgrind target/release/examples/layer_mix replay 20000 \
+//!     '{"amount":2500,"currency":"eur","source":"card_4242"}'
 //! ```
 
 use std::time::Duration;
@@ -36,6 +39,10 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "new".to_owned());
     let n: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    let body = Bytes::from(
+        args.next()
+            .unwrap_or_else(|| r#"{"sku":"A1","qty":2}"#.to_owned()),
+    );
     let layer = IdempotencyLayer::builder(InMemoryBackend::builder().max_size(2 * n).build())
         .single_tenant()
         .policy(
@@ -60,7 +67,7 @@ async fn main() {
         let request = http::Request::post("/orders")
             .header(http::header::CONTENT_TYPE, "application/json")
             .header("idempotency-key", format!("order-{key}"))
-            .body(axum::body::Body::from(r#"{"sku":"A1","qty":2}"#))
+            .body(axum::body::Body::from(body.clone()))
             .expect("a valid request");
         let response = router.clone().oneshot(request).await.expect("infallible");
         bytes += response

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
+use http::header::HeaderValue;
 use http::{HeaderMap, Response, StatusCode, Uri, request, response};
 use http_body::Body;
 use idemkit_core::{Key, Outcome, RunError};
@@ -285,8 +285,8 @@ impl<'a> Answer<'a> {
         for (name, value) in &stored.headers {
             // Stored headers were valid when stored; one that is not (a record written
             // by another program) is left out rather than failing the replay.
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
+            if let (Some(name), Ok(value)) = (
+                self.config.stored_headers.name_of(name),
                 HeaderValue::from_maybe_shared(value.clone()),
             ) {
                 headers.append(name, value);

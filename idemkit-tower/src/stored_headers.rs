@@ -122,6 +122,17 @@ impl StoredHeaders {
         !NEVER_STORED.contains(name) && self.allow.contains(name) && !self.deny.contains(name)
     }
 
+    /// The stored header name `name` as a [`HeaderName`], for a replay: the allowed
+    /// name it spells, cloned (no parse; a stored name is written as `HeaderName` spells
+    /// it), or else `name` parsed (a name allowed when it was stored and no longer, or
+    /// stored by another program); `None` if it is not a valid header name.
+    pub(crate) fn name_of(&self, name: &str) -> Option<HeaderName> {
+        match self.allow.iter().find(|allowed| allowed.as_str() == name) {
+            Some(allowed) => Some(allowed.clone()),
+            None => HeaderName::from_bytes(name.as_bytes()).ok(),
+        }
+    }
+
     /// The headers of `headers` to store, in their order, repeated names kept.
     pub(crate) fn select(&self, headers: &HeaderMap) -> Vec<(String, Bytes)> {
         let connection_scoped = connection_scoped(headers);
@@ -235,6 +246,23 @@ mod tests {
         ]);
         let stored = StoredHeaders::none().allow(HeaderName::from_static("x-session-hint"));
         assert!(stored.select(&headers).is_empty());
+    }
+
+    #[test]
+    fn a_stored_name_reads_back_as_the_header_it_names() {
+        let custom = HeaderName::from_static("x-request-id");
+        let stored = StoredHeaders::default().allow(custom.clone());
+        assert_eq!(stored.name_of("content-type"), Some(header::CONTENT_TYPE));
+        assert_eq!(stored.name_of("x-request-id"), Some(custom));
+        // Not allowed now, or spelled by another program: parsed.
+        assert_eq!(stored.name_of("set-cookie"), Some(header::SET_COOKIE));
+        assert_eq!(stored.name_of("Content-Type"), Some(header::CONTENT_TYPE));
+        assert_eq!(
+            stored.name_of("x-other"),
+            Some(HeaderName::from_static("x-other"))
+        );
+        assert_eq!(stored.name_of("not a name"), None);
+        assert_eq!(stored.name_of(""), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 /// How deep arrays and objects may nest; deeper bodies have no canonical form.
-const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// The most digits a number's exponent may have once its leading zeros are dropped. Up
 /// to this the exponent is held exactly in an `i128` (with room for the shift by the

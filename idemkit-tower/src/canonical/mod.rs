@@ -4,6 +4,7 @@
 //! retry that a client library re-serialized still matches its first attempt.
 
 mod json;
+mod json_check;
 mod media_type;
 mod multipart;
 mod path;
@@ -81,7 +82,8 @@ pub(crate) struct CanonicalBody<'a> {
 /// The canonical form of a request body, chosen by its `Content-Type`:
 ///
 /// - `application/json`: members sorted, numbers exact, no whitespace (see
-///   [`json::canonical_json`]);
+///   [`json::canonical_json`]); a body already in that form is borrowed as it is (see
+///   [`json_check`]);
 /// - `application/x-www-form-urlencoded`: as a query string;
 /// - `multipart/form-data`: parts sorted, each part's headers that say what it is kept
 ///   and its content hashed (see [`multipart::canonical_multipart`]);
@@ -98,6 +100,13 @@ pub(crate) fn canonical_body<'a>(content_type: Option<&[u8]>, body: &'a [u8]) ->
         return raw;
     };
     let (kind, canonical) = if media_type::is(content_type, "application/json") {
+        // A body already in canonical form is hashed as it was sent.
+        if json_check::is_canonical(body) {
+            return CanonicalBody {
+                kind: BodyKind::Json,
+                bytes: Cow::Borrowed(body),
+            };
+        }
         (BodyKind::Json, json::canonical_json(body))
     } else if media_type::is(content_type, "application/x-www-form-urlencoded") {
         (BodyKind::Form, Some(percent::canonical_pairs(body)))
