@@ -122,11 +122,17 @@ pub(crate) fn read(value: Value) -> Result<(ReadReply, u64), BadReply> {
 }
 
 /// Reads the reply of complete, release or renew: whether it took effect, and the
-/// server's `now`. The reply is the server's time, negated when nothing was done.
+/// server's `now`. The reply is the server's time, negated when nothing was done; the
+/// completion of a client's claim answers it as its digits (text), which the server
+/// has at hand.
 pub(crate) fn write(value: Value) -> Result<(bool, u64), BadReply> {
     match value {
         Value::Int(now) if now > 0 => Ok((true, now.unsigned_abs())),
         Value::Int(now) if now < 0 => Ok((false, now.unsigned_abs())),
+        Value::BulkString(text) if !text.is_empty() => digits(&text, 0..text.len())
+            .filter(|&now| now > 0)
+            .map(|now| (true, now))
+            .ok_or_else(|| bad(format!("a write's reply that is not a time: {text:?}"))),
         other => Err(bad(format!("a write's reply that is not a time: {other:?}"))),
     }
 }
@@ -499,6 +505,13 @@ pub(crate) mod tests {
         let (done, now) = write(Value::Int(-43)).unwrap();
         assert!(!done);
         assert_eq!(now, 43);
+        // The completion of a client's claim answers the digits of its time.
+        let text = |digits: &str| Value::BulkString(digits.as_bytes().to_vec());
+        assert_eq!(write(text("1733450000123456")).unwrap(), (true, 1733450000123456));
+        for bad in ["", "0", "-5", "12a", "99999999999999999999999"] {
+            assert!(write(text(bad)).is_err(), "{bad:?}");
+        }
+        assert!(write(Value::Int(0)).is_err());
         let (absent, _) = read(array(&["absent", "1", "a list value"])).unwrap();
         assert_eq!(
             absent,

@@ -51,7 +51,8 @@
 --
 -- Replies: the common answers are one integer (cheaper for the server to send than an
 -- array): a claim of a free key answers the server's time; complete, release and renew
--- answer the server's time when they took effect and its negation when they did not.
+-- answer the server's time when they took effect and its negation when they did not
+-- (the completion of a client's claim answers its time as the 16 digits of text).
 
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
@@ -77,6 +78,14 @@ local function clock()
   local micros = time[2]
   return tonumber(time[1]) * 1000000 + tonumber(micros),
     time[1] .. string.sub('000000', #micros + 1) .. micros
+end
+
+-- The server's clock as its 16 digits of text only, for a call that has no use for the
+-- number: reading the two numbers out of `TIME`'s text costs as much as the text.
+local function clock_text()
+  local time = redis.call('TIME')
+  local micros = time[2]
+  return time[1] .. string.sub('000000', #micros + 1) .. micros
 end
 
 -- 16 digits of text for a number of microseconds (only off the common paths).
@@ -157,14 +166,10 @@ local function client_claim_time(key, value)
     -- -1: the key has no expiry.
     return nil, 'a claim whose key lost its expiry'
   end
-  -- The last microsecond of the millisecond the `SET` ran in. A number of 13 digits (the
-  -- years 2001 to 2286) is written exactly by Lua, with no call to `string.format`.
-  local claimed_ms = expires - ttl
-  local claimed_at = claimed_ms .. '999'
-  if #claimed_at ~= 16 then
-    claimed_at = digits16(claimed_ms * 1000 + 999)
-  end
-  return claimed_at
+  -- The last microsecond of the millisecond the `SET` ran in, as 16 digits until the
+  -- year 2286 (as `TIME`'s are). An integer format: Lua writes a number it is handed as
+  -- text with the C library's floating-point format, which costs twice as much.
+  return string.format('%013d999', expires - ttl)
 end
 
 -- The client's claim (layout 3) in `value` at `key`, converted to layout 2: the value, or
@@ -315,43 +320,59 @@ local function claim(keys, args)
   return replace(key, now, now_text, args, 'reclaimed', '')
 end
 
--- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
--- headers length (10 digits); headers and body, one after the other; the key's time to
--- live (ms, rounded up).
-local function complete(keys, args)
-  local key = keys[1]
-  local now, now_text = clock()
-  local found = redis.pcall('GET', key)
-  local head = type(found) == 'string' and string.sub(found, 1, 4)
-  local value, claimed_at
-  local publish = true
-  if (head == CLIENT_CLAIM or head == CLIENT_CLAIM_WATCHED) and #found >= HEADER then
-    -- The common case, the client's own claim: held by its token while its key lives
-    -- (its record ends with its key, to the millisecond), its time read from the key's
-    -- expiry, without converting it first; no one to tell unless a waiter watched it.
-    -- Its length as parse checks it, and the token where it must be, found without
-    -- copying it out.
-    local fingerprint_len = tonumber(string.sub(found, 130, 139))
-    if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
-        or string.find(found, args[1], 5, true) ~= 5 then
-      return -now
-    end
-    value, claimed_at = found, client_claim_time(key, found)
-    publish = head == CLIENT_CLAIM_WATCHED
-  else
-    value = held(key, found, args[1], now)
-    claimed_at = value and string.sub(value, 37, 52)
-  end
-  if not value or not claimed_at then
-    return -now
-  end
+-- The completed record of the claim `value` (layout 2, or a client's claim of layout 3
+-- with its time `claimed_at`) at `key`, completed at `now_text`, written from the
+-- completion's args (see complete).
+local function write_completed(key, value, claimed_at, now_text, args)
   -- The token is the holder's, `args[1]`.
   redis.call('SET', key, COMPLETED .. args[1] .. claimed_at .. string.sub(value, 53, 84)
     .. now_text .. args[2] .. string.sub(value, 120, 139) .. args[3]
     .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
-  if publish then
+end
+
+-- The completion of a client's claim (layout 3, its first four bytes `head`) in `found`
+-- at `key`: the common case. Its token holds it while its key lives (its record ends
+-- with its key, to the millisecond); its time is read from the key's expiry, without
+-- converting it first; there is no one to tell unless a waiter watched it. Its length
+-- is checked as parse checks it, and the token where it must be, found without copying
+-- it out. Reply: the server's time as text when it took effect (no number is read out
+-- of `TIME` on the way), else its negation as a number.
+local function complete_client_claim(key, found, head, args)
+  local fingerprint_len = tonumber(string.sub(found, 130, 139))
+  if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
+      or string.find(found, args[1], 5, true) ~= 5 then
+    return -clock()
+  end
+  local claimed_at = client_claim_time(key, found)
+  if not claimed_at then
+    return -clock()
+  end
+  local now_text = clock_text()
+  write_completed(key, found, claimed_at, now_text, args)
+  if head == CLIENT_CLAIM_WATCHED then
     redis.call('PUBLISH', key, 'completed')
   end
+  return now_text
+end
+
+-- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
+-- headers length (10 digits); headers and body, one after the other; the key's time to
+-- live (ms, rounded up). Reply: the server's time when it took effect (a number, or its
+-- 16 digits as text), else its negation.
+local function complete(keys, args)
+  local key = keys[1]
+  local found = redis.pcall('GET', key)
+  local head = type(found) == 'string' and string.sub(found, 1, 4)
+  if (head == CLIENT_CLAIM or head == CLIENT_CLAIM_WATCHED) and #found >= HEADER then
+    return complete_client_claim(key, found, head, args)
+  end
+  local now, now_text = clock()
+  local value = held(key, found, args[1], now)
+  if not value then
+    return -now
+  end
+  write_completed(key, value, string.sub(value, 37, 52), now_text, args)
+  redis.call('PUBLISH', key, 'completed')
   return now
 end
 

@@ -52,7 +52,8 @@ fn reply(value: Value) -> Vec<String> {
 
 /// `FCALL function 1 key args...`; a library another test flushed is loaded again first.
 /// An integer reply is spelled out as the array it stands for: a claim's ["new", now,
-/// ""], a write's [done, now].
+/// ""], a write's [done, now]; so is the digits of a time a client claim's completion
+/// answers (through the client's own reading of it).
 fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec<String> {
     let mut call = redis::cmd("FCALL");
     call.arg(function).arg(1).arg(key);
@@ -74,6 +75,10 @@ fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec
             if now > 0 { "1" } else { "0" }.to_owned(),
             now.unsigned_abs().to_string(),
         ],
+        Value::BulkString(digits) if function == super::COMPLETE => {
+            let (done, now) = crate::reply::write(Value::BulkString(digits)).unwrap();
+            vec![if done { "1" } else { "0" }.to_owned(), now.to_string()]
+        }
         other => reply(other),
     }
 }
@@ -832,6 +837,22 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     let after = decoded(&read(&mut con, key));
     assert_eq!(after.claimed_at, before.claimed_at);
     assert_eq!(after.lease_until, renewed[1].parse::<u64>().unwrap() + 90_000_000);
+
+    // Completed: its claim's time kept to the microsecond, dated by the time the
+    // completion answered (as text: the server reads no number out of `TIME` for it).
+    let key = "scripts:{client-claim-completed}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let claimed = decoded(&read(&mut con, key));
+    let done = complete(&mut con, key, TOKEN, "1000000", b"ok");
+    assert_eq!(done[0], "1");
+    let completed = decoded(&read(&mut con, key));
+    assert_eq!(completed.claimed_at, claimed.claimed_at);
+    assert_eq!(completed.lease_until, claimed.lease_until);
+    let result = completed.result.expect("completed");
+    assert_eq!(result.completed_at.to_string(), done[1]);
+    assert_eq!(completed.gone_at, result.completed_at + 1_000_000);
+    assert_eq!((result.status, &result.body[..]), (201, &b"ok"[..]));
 
     // Released by its token alone.
     let key = "scripts:{client-claim-released}";
