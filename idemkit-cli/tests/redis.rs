@@ -447,8 +447,18 @@ fn check_reports_each_vector_and_exits_1_on_a_server_that_refuses_writes() {
     let Some(_) = redis_harness::shared() else {
         return;
     };
-    // Its memory limit is below what an empty server uses: every write is refused.
-    let redis = RedisServer::start_with(&["--maxmemory", "1mb"], false).unwrap();
+    // The library loaded first (loading it is a write too), then a memory limit below
+    // what the server uses: every write is refused, and every read still answered.
+    let redis = RedisServer::start().unwrap();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(backend(&redis, "idemkit"));
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut connection(&redis))
+        .unwrap();
     let run = idemkit(&["check", &redis.url()]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(

@@ -146,11 +146,17 @@ fn flatten(value: Value, out: &mut Vec<String>) {
     }
 }
 
-/// Whether `error` is a server's answer to an `FCALL` of a function it does not have.
+/// Whether `error` is a server's answer to an `FCALL` of a function it does not have, or
+/// the failure of a pipeline that holds one.
 pub(crate) fn function_missing(error: &RedisError) -> bool {
-    error
-        .detail()
-        .is_some_and(|detail| detail.starts_with("Function not found"))
+    let not_found = |detail: Option<&str>| {
+        detail.is_some_and(|detail| detail.starts_with("Function not found"))
+    };
+    // A pipeline's failure carries its commands' errors, and no detail of its own.
+    not_found(error.detail())
+        || error.clone().into_server_errors().is_some_and(|errors| {
+            errors.iter().any(|(_, error)| not_found(error.details()))
+        })
 }
 
 /// The start of an `FCALL` of `function` on the one key `key`; the caller adds the

@@ -9,8 +9,10 @@
 //! records that are gone but whose key is still there: keys whose TTL was removed or
 //! lengthened by hand (`PERSIST`, a restore without TTLs), or ones within the last
 //! millisecond before their TTL fires. It deletes those, each only after checking on the
-//! server, in one script, that the record is still gone; it never touches a value in
-//! the namespace that is not a record of this format.
+//! server, in one call of the library's `idemkit_purge`, that the record is still gone;
+//! it never touches a value in the namespace that is not a record of this format. Both
+//! read records through the library (`idemkit_fields`), which reads each layout as the
+//! backend's own functions do.
 //!
 //! Both walk the whole namespace (a `SCAN`, then one pipelined read per batch of keys),
 //! so they cost time in proportion to the records it holds, in short commands that
@@ -23,105 +25,13 @@ use idemkit_core::{Error, Operator, StoreStats};
 use redis::{Cmd, Pipeline, Value};
 
 use crate::backend::{Inner, RedisBackend};
-use crate::commands::Commands;
+use crate::commands::{Commands, fcall, function_missing};
 use crate::error::{Cause, RedisError};
 use crate::runtime::Elapsed;
+use crate::scripts;
 
 /// How many keys one `SCAN` step asks for (a hint to the server).
 const SCAN_COUNT: usize = 500;
-
-/// Deletes the record at `KEYS[1]` if it is still gone by the server's clock: a record
-/// of any layout (see `scripts/library.lua`) whose gone-after instant has passed. A
-/// client's claim (layout 3) whose key lost its expiry cannot be judged, and counts as
-/// gone. Reply: 1 if deleted, else 0.
-const DELETE_IF_GONE: &str = r"
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local gone_at
-local value = redis.pcall('GETRANGE', KEYS[1], 0, 148)
-if type(value) == 'string' then
-  local layout = string.sub(value, 1, 3)
-  if #value < 149 or (layout ~= 'ik2' and layout ~= 'ik3')
-      or string.find(string.sub(value, 37, 116), '%D') then
-    return 0
-  end
-  local state = string.sub(value, 4, 4)
-  if state == 'c' or (state == 'w' and layout == 'ik3') then
-    local claimed_at = tonumber(string.sub(value, 37, 52))
-    if layout == 'ik3' then
-      local expires = redis.call('PEXPIRETIME', KEYS[1])
-      claimed_at = expires < claimed_at and 0 or (expires - claimed_at) * 1000 + 999
-    end
-    gone_at = claimed_at + tonumber(string.sub(value, 53, 68)) + tonumber(string.sub(value, 69, 84))
-  elseif state == 'd' and layout == 'ik2' then
-    gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
-  else
-    return 0
-  end
-else
-  local f = redis.pcall('HMGET', KEYS[1], 'v', 'ga')
-  if f['err'] or f[1] ~= '1' or type(f[2]) ~= 'string' or #f[2] == 0 or string.find(f[2], '%D') then
-    return 0
-  end
-  gone_at = tonumber(f[2])
-end
-if now <= gone_at then
-  return 0
-end
-return redis.call('DEL', KEYS[1])
-";
-
-/// The fields [`standing`] reads of each record at `KEYS`, whatever its layout: five
-/// values per key (layout, state, claimed at, lease until, gone after), `false` for each
-/// one a key does not have. Layouts 2 and 3 are strings whose fixed header holds them
-/// (only their first 149 bytes are read, never the body: claimed at, or for layout 3
-/// the key's time to live it follows from, and the durations the instants follow from);
-/// layout 1 a hash. A layout 3 claim whose key lost its expiry reads as claimed at 0,
-/// long gone.
-const FIELDS_OF: &str = r"
-local out = {}
-local function none()
-  for _ = 1, 5 do out[#out + 1] = false end
-end
-for _, key in ipairs(KEYS) do
-  local value = redis.pcall('GETRANGE', key, 0, 148)
-  if type(value) == 'string' then
-    local layout = string.sub(value, 1, 3)
-    local state = string.sub(value, 4, 4)
-    if #value == 149 and ((layout == 'ik2' and (state == 'c' or state == 'd'))
-          or (layout == 'ik3' and (state == 'c' or state == 'w')))
-        and not string.find(string.sub(value, 37, 116), '%D') then
-      local claimed_at = tonumber(string.sub(value, 37, 52))
-      if layout == 'ik3' then
-        local expires = redis.call('PEXPIRETIME', key)
-        claimed_at = expires < claimed_at and 0 or (expires - claimed_at) * 1000 + 999
-      end
-      local lease_until = claimed_at + tonumber(string.sub(value, 53, 68))
-      local gone_at
-      if state ~= 'd' then
-        gone_at = lease_until + tonumber(string.sub(value, 69, 84))
-      else
-        gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
-      end
-      out[#out + 1] = string.sub(layout, 3, 3)
-      out[#out + 1] = state == 'd' and 'completed' or 'claimed'
-      out[#out + 1] = string.format('%d', claimed_at)
-      out[#out + 1] = string.format('%d', lease_until)
-      out[#out + 1] = string.format('%d', gone_at)
-    else
-      none()
-    end
-  else
-    local f = redis.pcall('HMGET', key, 'v', 's', 'ca', 'lu', 'ga')
-    if f['err'] or f[1] ~= '1' then
-      none()
-    else
-      for i = 1, 5 do out[#out + 1] = f[i] end
-    end
-  end
-end
-return out
-";
 
 /// Where one record stands, by the server's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,8 +47,9 @@ enum Standing {
 }
 
 /// Where the record with these fields (layout, state, claimed at, lease until, gone
-/// after, as [`FIELDS_OF`] returns them) stands at server instant `now`; `None` for a
-/// value that is not a record of any layout (or a key deleted meanwhile).
+/// after, as the library's `idemkit_fields` reads them from its fixed header) stands at
+/// server instant `now`; `None` for a value that is not a record of any layout (or a key
+/// deleted meanwhile).
 fn standing(fields: &[Option<String>], now: u64) -> Option<Standing> {
     let [layout, state, claimed_at, lease_until, gone_at] = fields else {
         return None;
@@ -247,7 +158,23 @@ impl Inner {
         }
     }
 
-    /// Sends `pipeline` within the command timeout: one reply per command.
+    /// Sends `call`, an `FCALL` of the library, within the command timeout; a server that
+    /// forgot the library is sent it, then the call again (see `Commands::run`).
+    async fn operator_call(&self, operation: &'static str, call: &Cmd) -> Result<Value, Error> {
+        match self
+            .runtime
+            .within(self.command_timeout, self.commands.run(call))
+            .await
+        {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
+            Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
+        }
+    }
+
+    /// Sends `pipeline`, which calls the library, within the command timeout: one reply
+    /// per command. A server that forgot the library is sent it, then the pipeline
+    /// again, once.
     async fn operator_pipeline(
         &self,
         operation: &'static str,
@@ -260,14 +187,16 @@ impl Inner {
             ));
         };
         let mut manager = manager.clone();
-        match self
-            .runtime
-            .within(
-                self.command_timeout,
-                pipeline.query_async::<Vec<Value>>(&mut manager),
-            )
-            .await
-        {
+        let send = async {
+            match pipeline.query_async::<Vec<Value>>(&mut manager).await {
+                Err(error) if function_missing(&error) => {
+                    self.commands.load_library().await?;
+                    pipeline.query_async::<Vec<Value>>(&mut manager).await
+                }
+                result => result,
+            }
+        };
+        match self.runtime.within(self.command_timeout, send).await {
             Ok(Ok(values)) => Ok(values),
             Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
             Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
@@ -312,8 +241,8 @@ impl Inner {
         let mut pipeline = redis::pipe();
         pipeline.cmd("TIME");
         pipeline
-            .cmd("EVAL")
-            .arg(FIELDS_OF)
+            .cmd("FCALL")
+            .arg(scripts::FIELDS)
             .arg(keys.len())
             .arg(&keys[..]);
         if with_sizes {
@@ -397,9 +326,8 @@ impl Inner {
                 if standing != Some(Standing::Gone) {
                     continue;
                 }
-                let mut delete = redis::cmd("EVAL");
-                delete.arg(DELETE_IF_GONE).arg(1).arg(&key);
-                if let Value::Int(1) = self.operator_command("purge", &delete).await? {
+                let delete = fcall(scripts::PURGE, &key);
+                if let Value::Int(1) = self.operator_call("purge", &delete).await? {
                     deleted += 1;
                     if deleted as usize >= limit {
                         return Ok(deleted);

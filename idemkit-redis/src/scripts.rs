@@ -49,6 +49,10 @@ pub(crate) const RENEW: &str = "idemkit_renew";
 pub(crate) const READ: &str = "idemkit_read";
 /// A waiter's read, which asks for the completion's wake-up.
 pub(crate) const WATCH: &str = "idemkit_watch";
+/// The operator's reading of records by their fixed header (five fields per key).
+pub(crate) const FIELDS: &str = "idemkit_fields";
+/// The operator's delete of a record that is gone.
+pub(crate) const PURGE: &str = "idemkit_purge";
 /// Returns the loaded library's [`VERSION`].
 pub(crate) const VERSION_FUNCTION: &str = "idemkit_version";
 

@@ -193,6 +193,28 @@ async fn purge_deletes_gone_records_in_batches_and_nothing_else() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_forgot_the_library_is_sent_it_again() {
+    let Some(_) = redis_harness::shared() else {
+        return;
+    };
+    // A server of its own: flushing the shared one's functions would disturb other tests.
+    let server = RedisServer::start().unwrap();
+    let backend = builder(&server.url(), "forgot").build().await.unwrap();
+    let mut raw = connection(&server);
+    claimed(backend.claim("running", "fp", 1, LEASE).await.unwrap());
+    write_gone_record_layout_2(&mut raw, &backend.storage_key("stale"));
+
+    // Each walk's first read finds no library, loads it and reads again.
+    let () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut raw).unwrap();
+    assert_eq!(backend.purge_batch(10).await.unwrap(), 1);
+    let stale: bool = raw.exists(backend.storage_key("stale")).unwrap();
+    assert!(!stale);
+    let () = redis::cmd("FUNCTION").arg("FLUSH").query(&mut raw).unwrap();
+    let stats = backend.stats().await.unwrap();
+    assert_eq!((stats.in_flight, stats.purgeable), (1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_server_is_a_storage_error_not_a_hang() {
     let Some(_) = redis_harness::shared() else {
         return;

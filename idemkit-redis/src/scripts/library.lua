@@ -154,9 +154,10 @@ local function from_layout_1(key)
     .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
 end
 
--- The time of the client's claim (layout 3) in `value` at `key`, as the 16 digits layout
--- 2 holds it in; or nil and why it is not a record.
-local function client_claim_time(key, value)
+-- The millisecond of the client's claim (layout 3) in `value` at `key` (its fixed
+-- header is enough): its key's expiry less the time to live the value holds; or nil and
+-- why it is not a record.
+local function client_claim_ms(key, value)
   local ttl = tonumber(string.sub(value, 37, 52))
   if not ttl then
     return nil, 'a malformed claim'
@@ -166,10 +167,20 @@ local function client_claim_time(key, value)
     -- -1: the key has no expiry.
     return nil, 'a claim whose key lost its expiry'
   end
+  return expires - ttl
+end
+
+-- The time of the client's claim (layout 3) in `value` at `key`, as the 16 digits layout
+-- 2 holds it in; or nil and why it is not a record.
+local function client_claim_time(key, value)
+  local claimed_ms, why = client_claim_ms(key, value)
+  if not claimed_ms then
+    return nil, why
+  end
   -- The last microsecond of the millisecond the `SET` ran in, as 16 digits until the
   -- year 2286 (as `TIME`'s are). An integer format: Lua writes a number it is handed as
   -- text with the C library's floating-point format, which costs twice as much.
-  return string.format('%013d999', expires - ttl)
+  return string.format('%013d999', claimed_ms)
 end
 
 -- The client's claim (layout 3) in `value` at `key`, converted to layout 2: the value, or
@@ -439,6 +450,78 @@ local function watch(keys)
   return read_found(key, found)
 end
 
+-- The operator's reading of the record at `key`, from its fixed header alone (never its
+-- body, however large): its layout ('1', '2' or '3'), its state ('claimed' or
+-- 'completed'), and its claimed at, lease until and gone after (decimal text, server
+-- microseconds); or nil if the value at the key is not a record of a known layout. A
+-- layout 1 hash's fields are handed on as they are (the caller checks them). A client's
+-- claim whose key lost its expiry reads as claimed at 0: long gone.
+local function header_fields(key)
+  local value = redis.pcall('GETRANGE', key, 0, HEADER - 1)
+  if type(value) ~= 'string' then
+    local f = redis.pcall('HMGET', key, 'v', 's', 'ca', 'lu', 'ga')
+    if f['err'] or f[1] ~= '1' then
+      return nil
+    end
+    return f[1], f[2], f[3], f[4], f[5]
+  end
+  local layout = string.sub(value, 1, 3)
+  local state = string.sub(value, 4, 4)
+  if #value ~= HEADER
+      or not ((layout == LAYOUT and (state == 'c' or state == 'd'))
+        or (layout == CLIENT_LAYOUT and (state == 'c' or state == WATCHED)))
+      or string.find(string.sub(value, 37, 116), '%D') then
+    return nil
+  end
+  local claimed_at = tonumber(string.sub(value, 37, 52))
+  if layout == CLIENT_LAYOUT then
+    local claimed_ms = client_claim_ms(key, value)
+    claimed_at = claimed_ms and claimed_ms * 1000 + 999 or 0
+  end
+  local lease_until = claimed_at + tonumber(string.sub(value, 53, 68))
+  local gone_at
+  if state == 'd' then
+    gone_at = tonumber(string.sub(value, 85, 100)) + tonumber(string.sub(value, 101, 116))
+  else
+    gone_at = lease_until + tonumber(string.sub(value, 69, 84))
+  end
+  return string.sub(layout, 3, 3), state == 'd' and 'completed' or 'claimed',
+    string.format('%d', claimed_at), string.format('%d', lease_until),
+    string.format('%d', gone_at)
+end
+
+-- Fields, for the operator's counts. KEYS: any number of record keys. Reply: five values
+-- per key (see header_fields), `false` for each of a key that holds no record.
+local function fields(keys)
+  local out = {}
+  for _, key in ipairs(keys) do
+    local layout, state, claimed_at, lease_until, gone_at = header_fields(key)
+    if layout then
+      out[#out + 1] = layout
+      out[#out + 1] = state or false
+      out[#out + 1] = claimed_at or false
+      out[#out + 1] = lease_until or false
+      out[#out + 1] = gone_at or false
+    else
+      for _ = 1, 5 do
+        out[#out + 1] = false
+      end
+    end
+  end
+  return out
+end
+
+-- Purge, for the operator: deletes the record at KEYS[1] if it is still gone by the
+-- server's clock; never a value that is not a record. Reply: 1 if deleted, else 0.
+local function purge(keys)
+  local _, _, _, _, gone_text = header_fields(keys[1])
+  local gone_at = uint(gone_text, MAX_TIME)
+  if not gone_at or clock() <= gone_at then
+    return 0
+  end
+  return redis.call('DEL', keys[1])
+end
+
 redis.register_function('idemkit_claim', claim)
 redis.register_function('idemkit_complete', complete)
 redis.register_function('idemkit_release', release)
@@ -446,6 +529,9 @@ redis.register_function('idemkit_renew', renew)
 redis.register_function{function_name = 'idemkit_read', callback = read, flags = {'no-writes'}}
 -- It writes one byte over one of the same size, if anything: allowed under `maxmemory`.
 redis.register_function{function_name = 'idemkit_watch', callback = watch, flags = {'allow-oom'}}
+redis.register_function{function_name = 'idemkit_fields', callback = fields, flags = {'no-writes'}}
+-- A delete frees memory: allowed under `maxmemory`.
+redis.register_function{function_name = 'idemkit_purge', callback = purge, flags = {'allow-oom'}}
 -- Which code is loaded: the client compares it with its own and loads its library when
 -- they differ (see scripts.rs).
 redis.register_function{
