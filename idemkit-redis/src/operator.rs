@@ -19,10 +19,11 @@
 //! never block the server. A Redis Cluster is not walked: both answer
 //! [`Error::Storage`] there.
 
+use std::future::Future;
 use std::time::Duration;
 
 use idemkit_core::{Error, Operator, StoreStats};
-use redis::{Cmd, Pipeline, Value};
+use redis::{Pipeline, RedisResult, Value};
 
 use crate::backend::{Inner, RedisBackend};
 use crate::commands::{Commands, fcall, function_missing};
@@ -145,27 +146,14 @@ fn server_micros(value: &Value) -> Option<u64> {
 }
 
 impl Inner {
-    /// Sends `cmd` within the command timeout.
-    async fn operator_command(&self, operation: &'static str, cmd: &Cmd) -> Result<Value, Error> {
-        match self
-            .runtime
-            .within(self.command_timeout, self.commands.send(cmd))
-            .await
-        {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
-            Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
-        }
-    }
-
-    /// Sends `call`, an `FCALL` of the library, within the command timeout; a server that
-    /// forgot the library is sent it, then the call again (see `Commands::run`).
-    async fn operator_call(&self, operation: &'static str, call: &Cmd) -> Result<Value, Error> {
-        match self
-            .runtime
-            .within(self.command_timeout, self.commands.run(call))
-            .await
-        {
+    /// Awaits `request` within the command timeout; its failure is a storage error of
+    /// `operation`.
+    async fn timed<T>(
+        &self,
+        operation: &'static str,
+        request: impl Future<Output = RedisResult<T>>,
+    ) -> Result<T, Error> {
+        match self.runtime.within(self.command_timeout, request).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
             Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
@@ -196,11 +184,7 @@ impl Inner {
                 result => result,
             }
         };
-        match self.runtime.within(self.command_timeout, send).await {
-            Ok(Ok(values)) => Ok(values),
-            Ok(Err(error)) => Err(storage(operation, Cause::Redis(error))),
-            Err(Elapsed) => Err(storage(operation, Cause::TimedOut(self.command_timeout))),
-        }
+        self.timed(operation, send).await
     }
 
     /// The next step of `walk`, or `None` once it has covered the namespace.
@@ -225,7 +209,7 @@ impl Inner {
             .arg(&walk.pattern)
             .arg("COUNT")
             .arg(SCAN_COUNT);
-        let reply = self.operator_command(operation, &scan).await?;
+        let reply = self.timed(operation, self.commands.send(&scan)).await?;
         let Value::Array(mut parts) = reply else {
             return Err(bad_reply(operation, "a SCAN reply that is not an array"));
         };
@@ -327,7 +311,8 @@ impl Inner {
                     continue;
                 }
                 let delete = fcall(scripts::PURGE, &key);
-                if let Value::Int(1) = self.operator_call("purge", &delete).await? {
+                // A server that forgot the library is sent it, then the call again.
+                if let Value::Int(1) = self.timed("purge", self.commands.run(&delete)).await? {
                     deleted += 1;
                     if deleted as usize >= limit {
                         return Ok(deleted);
