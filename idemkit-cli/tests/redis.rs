@@ -448,7 +448,7 @@ fn check_reports_each_vector_and_exits_1_on_a_server_that_refuses_writes() {
         return;
     };
     // The library loaded first (loading it is a write too), then a memory limit below
-    // what the server uses: every write is refused, and every read still answered.
+    // what the server uses: every write is refused.
     let redis = RedisServer::start().unwrap();
     tokio::runtime::Runtime::new()
         .unwrap()

@@ -10,9 +10,9 @@
 //! lengthened by hand (`PERSIST`, a restore without TTLs), or ones within the last
 //! millisecond before their TTL fires. It deletes those, each only after checking on the
 //! server, in one call of the library's `idemkit_purge`, that the record is still gone;
-//! it never touches a value in the namespace that is not a record of this format. Both
-//! read records through the library (`idemkit_fields`), which reads each layout as the
-//! backend's own functions do.
+//! it never touches a value in the namespace that does not carry a record layout's
+//! marker. Both read records through the library (`idemkit_fields`), from each value's
+//! fixed header alone.
 //!
 //! Both walk the whole namespace (a `SCAN`, then one pipelined read per batch of keys),
 //! so they cost time in proportion to the records it holds, in short commands that

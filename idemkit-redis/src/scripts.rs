@@ -13,12 +13,14 @@
 //! again, once (see `Commands::run`).
 //!
 //! Two backends of different versions on one server share whichever library was loaded
-//! last, so a new version keeps the functions' names, arguments and replies compatible
-//! with the one before, or renames the functions it changes. That is not enough when the
-//! client itself writes a new layout, as it writes layout 3 claims: an older library
-//! takes those for corrupt values (it refuses their completions and replaces them), and
-//! an older process that connects later loads its library over this one. Every process
-//! sharing a server is then upgraded together.
+//! last. For two versions to run side by side, the newer keeps the functions' names,
+//! arguments and replies compatible with the older, or renames the functions it
+//! changes, and writes no layout the older cannot read. This version does neither: the
+//! client writes layout 3 claims itself, which an older library takes for corrupt values
+//! (it refuses their completions and replaces them), and `idemkit_complete` answers the
+//! completion of such a claim with its time as text, which an older client takes for a
+//! bad reply. An older process that connects later also loads its library over this
+//! one. Every process sharing a server is upgraded together.
 
 use std::sync::LazyLock;
 

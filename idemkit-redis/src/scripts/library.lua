@@ -24,9 +24,10 @@
 --   then the fingerprint, the encoded headers, and the body (the rest).
 -- A claimed record ends right after its fingerprint. Durations, not instants, are stored
 -- next to the one instant the server reads from `TIME`, so that a claim or a completion
--- writes only text the client formatted and the digits `TIME` returned: no number is
--- formatted on the server on the way of a claim or a completion. The key expires (`PX`,
--- from the client, rounded up) just after the record is gone.
+-- writes only text the client formatted and the digits `TIME` returned: the one number
+-- formatted on the server on their way is a client's claim's time (layout 3, below),
+-- once, by its completion. The key expires (`PX`, from the client, rounded up) just
+-- after the record is gone.
 --
 -- Layout 3 is a claim the client writes itself, without a function, by a plain `SET key
 -- <value> NX PX <ttl> GET`: a free key is claimed in one command that runs no Lua. The
@@ -453,9 +454,12 @@ end
 -- The operator's reading of the record at `key`, from its fixed header alone (never its
 -- body, however large): its layout ('1', '2' or '3'), its state ('claimed' or
 -- 'completed'), and its claimed at, lease until and gone after (decimal text, server
--- microseconds); or nil if the value at the key is not a record of a known layout. A
--- layout 1 hash's fields are handed on as they are (the caller checks them). A client's
--- claim whose key lost its expiry reads as claimed at 0: long gone.
+-- microseconds); or nil if the value at the key does not carry a known layout's marker
+-- and state. It checks less than the functions' own reading (record_of): of layouts 2
+-- and 3 the marker, the state, the header's length and the digits of its instants and
+-- durations; of a layout 1 hash only that its `v` is '1', its fields handed on as they
+-- are (the caller checks them). A client's claim whose key lost its expiry reads as
+-- claimed at 0: long gone.
 local function header_fields(key)
   local value = redis.pcall('GETRANGE', key, 0, HEADER - 1)
   if type(value) ~= 'string' then
@@ -511,12 +515,14 @@ local function fields(keys)
   return out
 end
 
--- Purge, for the operator: deletes the record at KEYS[1] if it is still gone by the
--- server's clock; never a value that is not a record. Reply: 1 if deleted, else 0.
+-- Purge, for the operator: deletes the value at KEYS[1] if header_fields reads it as a
+-- record (a layout's marker and state, or a hash whose `v` is '1') whose gone after, all
+-- digits, has passed by the server's clock; never anything else. Reply: 1 if deleted,
+-- else 0.
 local function purge(keys)
-  local _, _, _, _, gone_text = header_fields(keys[1])
-  local gone_at = uint(gone_text, MAX_TIME)
-  if not gone_at or clock() <= gone_at then
+  local _, _, _, _, gone_at = header_fields(keys[1])
+  if type(gone_at) ~= 'string' or #gone_at == 0 or string.find(gone_at, '%D')
+      or clock() <= tonumber(gone_at) then
     return 0
   end
   return redis.call('DEL', keys[1])

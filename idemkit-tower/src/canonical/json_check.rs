@@ -202,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn anything_the_writer_would_change_or_refuse_is_left_to_it() {
+    fn anything_outside_the_subset_is_left_to_the_writer() {
         for body in [
             r#"{"b":1,"a":2}"#,
             r#"{"a":1,"a":1}"#,
