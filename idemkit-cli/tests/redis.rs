@@ -443,6 +443,28 @@ async fn check_passes_on_redis_in_its_own_namespace_and_cleans_up() {
 }
 
 #[test]
+fn a_server_at_its_memory_limit_is_reported_as_such_not_as_unreachable() {
+    let Some(_) = redis_harness::shared() else {
+        return;
+    };
+    // No library loaded yet, and a memory limit below what the server uses: the
+    // backend's first write, loading its functions, is refused.
+    let redis = RedisServer::start().unwrap();
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut connection(&redis))
+        .unwrap();
+    let run = idemkit(&["stats", &redis.url()]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("refused to load"), "{}", run.stderr);
+    assert!(run.stderr.contains("OOM"), "says why: {}", run.stderr);
+    assert!(run.stderr.contains("raise maxmemory"), "{}", run.stderr);
+    assert!(!run.stderr.contains("redis-cli"), "{}", run.stderr);
+}
+
+#[test]
 fn check_reports_each_vector_and_exits_1_on_a_server_that_refuses_writes() {
     let Some(_) = redis_harness::shared() else {
         return;

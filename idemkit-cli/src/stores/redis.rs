@@ -1,6 +1,6 @@
 //! Redis: a server by `redis://HOST:PORT[/DB]`, records under `--namespace` (default
-//! `idemkit`). Nothing to migrate: each record is a hash of its own that expires by
-//! itself.
+//! `idemkit`). Nothing to migrate: each record is one value of its own that expires by
+//! itself, and the backend loads its functions into the server when it connects.
 
 use std::time::Duration;
 
@@ -49,6 +49,15 @@ fn build_failure(place: &Place, error: BuildError) -> Failure {
             "give a URL of the form redis://[:PASSWORD@]HOST:PORT[/DB] and a namespace \
              without braces",
         ),
+        // Loading the backend's functions is a write, which a server at its memory limit
+        // refuses: it answered, so the URL is not what is wrong.
+        BuildError::Connect(error) if error.to_string().contains("OOM") => Failure::unreachable(
+            format!("the Redis server at {url} refused to load idemkit's functions: {error}"),
+        )
+        .remedy(
+            "the server is at its memory limit (maxmemory): free memory or raise \
+                 maxmemory, then run this again",
+        ),
         BuildError::Connect(error) => Failure::unreachable(format!(
             "cannot reach the Redis server at {url}: {error}"
         ))
@@ -87,7 +96,7 @@ impl Store for RedisStore {
         // Connecting still checks the URL, so a wrong one is not reported as done.
         RedisStore::open(place).await?;
         Ok(Migration::NothingToDo(
-            "Redis keeps each record in a hash of its own that expires by itself: there is \
+            "Redis keeps each record in a value of its own that expires by itself: there is \
              no table to create or upgrade"
                 .to_owned(),
         ))
