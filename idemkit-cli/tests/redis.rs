@@ -442,6 +442,17 @@ async fn check_passes_on_redis_in_its_own_namespace_and_cleans_up() {
     );
 }
 
+/// Sets `redis`'s memory limit below what it uses: from then on it refuses every write
+/// (`OOM`) and still answers reads.
+fn refuse_writes(redis: &RedisServer) {
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut connection(redis))
+        .unwrap();
+}
+
 #[test]
 fn a_server_at_its_memory_limit_is_reported_as_such_not_as_unreachable() {
     let Some(_) = redis_harness::shared() else {
@@ -450,12 +461,7 @@ fn a_server_at_its_memory_limit_is_reported_as_such_not_as_unreachable() {
     // No library loaded yet, and a memory limit below what the server uses: the
     // backend's first write, loading its functions, is refused.
     let redis = RedisServer::start().unwrap();
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(1)
-        .query(&mut connection(&redis))
-        .unwrap();
+    refuse_writes(&redis);
     let run = idemkit(&["stats", &redis.url()]);
     assert_eq!(run.code, 3, "{run:?}");
     assert!(run.stderr.contains("refused to load"), "{}", run.stderr);
@@ -475,12 +481,7 @@ fn check_reports_each_vector_and_exits_1_on_a_server_that_refuses_writes() {
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(backend(&redis, "idemkit"));
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg(1)
-        .query(&mut connection(&redis))
-        .unwrap();
+    refuse_writes(&redis);
     let run = idemkit(&["check", &redis.url()]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
