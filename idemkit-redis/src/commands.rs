@@ -1,12 +1,13 @@
 //! The connection the backend sends its commands on: one server through a reconnecting
 //! connection manager, or a Redis Cluster.
 
+use std::future::Future;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, RedisError, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisResult, Value};
 
 use crate::scripts;
 
@@ -27,15 +28,36 @@ impl Commands {
         reply?.extract_error()
     }
 
-    /// Sends `call`, an `FCALL` of one of the library's functions (see [`fcall`]). A
-    /// server that does not have the library ("Function not found": restarted without
-    /// persistence, `FUNCTION FLUSH`, a new cluster node) is sent it with `FUNCTION LOAD
-    /// REPLACE`, then `call` again, once.
+    /// Sends `call`, an `FCALL` of one of the library's functions (see [`fcall`]), as
+    /// [`Commands::with_library`] does.
     pub(crate) async fn run(&self, call: &Cmd) -> RedisResult<Value> {
-        match self.send(call).await {
+        self.with_library(|| self.send(call)).await
+    }
+
+    /// Sends `pipeline`, which calls the library's functions, as
+    /// [`Commands::with_library`] does: one reply per command.
+    pub(crate) async fn run_pipeline(&self, pipeline: &Pipeline) -> RedisResult<Vec<Value>> {
+        self.with_library(|| async {
+            match self {
+                Commands::Server(manager) => pipeline.query_async(&mut manager.clone()).await,
+                Commands::Cluster(cluster) => pipeline.query_async(&mut cluster.clone()).await,
+            }
+        })
+        .await
+    }
+
+    /// Awaits `send()`. A server that does not have the library ("Function not found":
+    /// restarted without persistence, `FUNCTION FLUSH`, a new cluster node) is sent it
+    /// with `FUNCTION LOAD REPLACE`, then `send()` is awaited again, once.
+    async fn with_library<T, F, Sent>(&self, send: F) -> RedisResult<T>
+    where
+        F: Fn() -> Sent,
+        Sent: Future<Output = RedisResult<T>>,
+    {
+        match send().await {
             Err(error) if function_missing(&error) => {
                 self.load_library().await?;
-                self.send(call).await
+                send().await
             }
             result => result,
         }

@@ -23,10 +23,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use idemkit_core::{Error, Operator, StoreStats};
-use redis::{Pipeline, RedisResult, Value};
+use redis::{RedisResult, Value};
 
 use crate::backend::{Inner, RedisBackend};
-use crate::commands::{Commands, fcall, function_missing};
+use crate::commands::{Commands, fcall};
 use crate::error::{Cause, RedisError};
 use crate::runtime::Elapsed;
 use crate::scripts;
@@ -160,33 +160,6 @@ impl Inner {
         }
     }
 
-    /// Sends `pipeline`, which calls the library, within the command timeout: one reply
-    /// per command. A server that forgot the library is sent it, then the pipeline
-    /// again, once.
-    async fn operator_pipeline(
-        &self,
-        operation: &'static str,
-        pipeline: &Pipeline,
-    ) -> Result<Vec<Value>, Error> {
-        let Commands::Server(manager) = &self.commands else {
-            return Err(bad_reply(
-                operation,
-                "walking the records of a Redis Cluster is not supported",
-            ));
-        };
-        let mut manager = manager.clone();
-        let send = async {
-            match pipeline.query_async::<Vec<Value>>(&mut manager).await {
-                Err(error) if function_missing(&error) => {
-                    self.commands.load_library().await?;
-                    pipeline.query_async::<Vec<Value>>(&mut manager).await
-                }
-                result => result,
-            }
-        };
-        self.timed(operation, send).await
-    }
-
     /// The next step of `walk`, or `None` once it has covered the namespace.
     async fn step(
         &self,
@@ -234,7 +207,10 @@ impl Inner {
                 pipeline.cmd("MEMORY").arg("USAGE").arg(key);
             }
         }
-        let replies = self.operator_pipeline(operation, &pipeline).await?;
+        // A server that forgot the library is sent it, then the pipeline again.
+        let replies = self
+            .timed(operation, self.commands.run_pipeline(&pipeline))
+            .await?;
         let mut replies = replies.into_iter();
         let now = replies
             .next()

@@ -72,21 +72,20 @@ local MAX_FINGERPRINT_VERSION = 4294967295
 local NO_RESULT = '00000000000000000000000000000000000'
 local NO_HEADERS = '0000000000'
 
--- The server's clock: microseconds as a number, and as 16 digits of text (`TIME`'s ten
--- digits of seconds, which last until the year 2286, and its microseconds padded to six).
-local function clock()
-  local time = redis.call('TIME')
-  local micros = time[2]
-  return tonumber(time[1]) * 1000000 + tonumber(micros),
-    time[1] .. string.sub('000000', #micros + 1) .. micros
-end
-
--- The server's clock as its 16 digits of text only, for a call that has no use for the
--- number: reading the two numbers out of `TIME`'s text costs as much as the text.
+-- The server's clock as 16 digits of text (`TIME`'s ten digits of seconds, which last
+-- until the year 2286, and its microseconds padded to six): what a call that has no use
+-- for the number reads, since reading a number out of the text costs as much again.
 local function clock_text()
   local time = redis.call('TIME')
   local micros = time[2]
   return time[1] .. string.sub('000000', #micros + 1) .. micros
+end
+
+-- The server's clock: microseconds as a number (exact: 16 digits are below 2^53), and
+-- as its 16 digits of text.
+local function clock()
+  local text = clock_text()
+  return tonumber(text), text
 end
 
 -- 16 digits of text for a number of microseconds (only off the common paths).
@@ -499,18 +498,13 @@ end
 local function fields(keys)
   local out = {}
   for _, key in ipairs(keys) do
+    -- All five are nil for a value that is not a record.
     local layout, state, claimed_at, lease_until, gone_at = header_fields(key)
-    if layout then
-      out[#out + 1] = layout
-      out[#out + 1] = state or false
-      out[#out + 1] = claimed_at or false
-      out[#out + 1] = lease_until or false
-      out[#out + 1] = gone_at or false
-    else
-      for _ = 1, 5 do
-        out[#out + 1] = false
-      end
-    end
+    out[#out + 1] = layout or false
+    out[#out + 1] = state or false
+    out[#out + 1] = claimed_at or false
+    out[#out + 1] = lease_until or false
+    out[#out + 1] = gone_at or false
   end
   return out
 end
