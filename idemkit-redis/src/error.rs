@@ -63,6 +63,17 @@ impl RedisError {
         }
     }
 
+    /// Whether the server refused the command because it is at its memory limit (its
+    /// `OOM` reply under `maxmemory`): it answered, and refuses writes until memory is
+    /// freed or the limit raised. Loading the backend's functions, when it connects, is
+    /// such a write.
+    pub fn is_out_of_memory(&self) -> bool {
+        match &self.cause {
+            Cause::Redis(error) => error.code() == Some("OOM"),
+            _ => false,
+        }
+    }
+
     /// Whether the write is known to have been applied by the server but acknowledged
     /// by fewer replicas than asked for (see the `WAIT` option): it may be lost if the
     /// server fails over now.

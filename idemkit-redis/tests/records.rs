@@ -560,7 +560,7 @@ async fn start_up_errors_say_why_at_once() {
             .await;
         let elapsed = started.elapsed();
         match built {
-            Err(BuildError::Connect(error)) => (error.to_string(), elapsed),
+            Err(BuildError::Connect(error)) => (error, elapsed),
             other => panic!("{url}: expected a connect error, got {other:?}"),
         }
     };
@@ -569,6 +569,8 @@ async fn start_up_errors_say_why_at_once() {
     let refused_url = gone.url();
     drop(gone);
     let (refused, elapsed) = failing(refused_url).await;
+    assert!(!refused.is_out_of_memory());
+    let refused = refused.to_string();
     assert!(refused.contains("connection refused"), "{refused}");
     assert!(elapsed < connect_timeout / 2, "took {elapsed:?}: {refused}");
 
@@ -578,6 +580,7 @@ async fn start_up_errors_say_why_at_once() {
         .unwrap();
     let wrong = format!("redis://:wrong@127.0.0.1:{}/", guarded.port());
     let (wrong_password, elapsed) = failing(wrong).await;
+    let wrong_password = wrong_password.to_string();
     // The server's own words, not the client library's.
     assert!(
         wrong_password.contains("WRONGPASS invalid username-password pair"),
@@ -593,6 +596,17 @@ async fn start_up_errors_say_why_at_once() {
         .build()
         .await
         .expect("the right password connects");
+
+    // A server at its memory limit answers, but refuses the library's load: a write.
+    let full = RedisServer::start().unwrap();
+    full.cli(&["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+    let (out_of_memory, elapsed) = failing(full.url()).await;
+    assert!(out_of_memory.is_out_of_memory(), "{out_of_memory}");
+    assert!(out_of_memory.to_string().contains("OOM"), "{out_of_memory}");
+    assert!(
+        elapsed < connect_timeout / 2,
+        "took {elapsed:?}: {out_of_memory}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,9 +51,9 @@ fn build_failure(place: &Place, error: BuildError) -> Failure {
         ),
         // Loading the backend's functions is a write, which a server at its memory limit
         // refuses: it answered, so the URL is not what is wrong.
-        BuildError::Connect(error) if error.to_string().contains("OOM") => Failure::unreachable(
-            format!("the Redis server at {url} refused to load idemkit's functions: {error}"),
-        )
+        BuildError::Connect(error) if error.is_out_of_memory() => Failure::unreachable(format!(
+            "the Redis server at {url} refused to load idemkit's functions: {error}"
+        ))
         .remedy(
             "the server is at its memory limit (maxmemory): free memory or raise \
                  maxmemory, then run this again",
