@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
 use redis::{Cmd, Value};
 
+use crate::claim_fields::ClaimFields;
 use crate::commands::{Commands, fcall};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
 use crate::error::{Cause, RedisError};
 use crate::headers;
 use crate::layout::Layout;
+use crate::own_claims::OwnClaims;
 use crate::record::to_record;
 use crate::releases::PendingReleases;
 use crate::reply::{self, ClaimReply, Decoded, ReadReply, Stored, Undecodable};
@@ -75,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) on_corrupt: Option<OnCorrupt>,
     pub(crate) clock: ServerClock,
     pub(crate) responses: SharedResponses,
+    /// The claims this backend wrote itself and has not finished, for their completions.
+    pub(crate) own_claims: OwnClaims,
     /// The runtime the connections run on, which runs the backend's background work and
     /// times its limits (see the crate docs' "Runtimes").
     pub(crate) runtime: OnRuntime,
@@ -118,30 +122,11 @@ enum FirstTry {
 /// past its end; nearer it, the claim function judges by the server's `TIME`.
 const REPLAY_MARGIN: Duration = Duration::from_secs(1);
 
-/// The first bytes of a claim the client writes itself (layout 3).
-const CLIENT_CLAIM: &str = "ik3c";
-
 /// The first bytes of a completed record (layout 2).
 const COMPLETED: &[u8] = b"ik2d";
 
-/// What a claim holds after its time (see the layout at the top of
-/// `scripts/library.lua`), formatted here: the lease and the time its record is kept
-/// past it, in microseconds, no result yet, the fingerprint's version and length, no
-/// headers, the fingerprint.
-fn claim_fields(lease: u64, kept: u64, fingerprint: &str, fingerprint_version: u32) -> String {
-    let mut fields = format!(
-        "{lease:016}{kept:016}{:035}{fingerprint_version:010}{:010}{:010}",
-        0,
-        fingerprint.len(),
-        0
-    );
-    fields.push_str(fingerprint);
-    fields
-}
-
-/// A number as the 16 digits a record stores it in (see `scripts/library.lua`): a
-/// duration in microseconds ([`micros`] keeps it below 10^16), or a key's time to live
-/// in milliseconds.
+/// A duration in microseconds as the 16 digits a record stores it in (see
+/// `scripts/library.lua`; [`micros`] keeps it below 10^16).
 fn digits16(number: u64) -> String {
     format!("{number:016}")
 }
@@ -305,29 +290,32 @@ impl Inner {
         // in the last microsecond of a millisecond (see `claim_free`), so the time from
         // its lease's end to the key's expiry is this (at least the reclaim grace).
         let to_expiry = (expires * 1000).saturating_sub(999 + lease);
+        let written = ClaimFields::new(lease, to_expiry, fingerprint, fingerprint_version);
         let first = self
             .claim_free(
                 key,
                 &storage_key,
-                &token_text,
-                &claim_fields(lease, to_expiry, fingerprint, fingerprint_version),
+                &written.client_claim(&token_text, expires),
                 expires,
                 (fingerprint, fingerprint_version),
             )
             .await?;
         match first {
             FirstTry::Won => {
+                // Kept before the write is confirmed to replicas: a claim that fails
+                // there is released, which forgets it.
+                self.own_claims.insert(token, written);
                 self.replicate("claim", &storage_key).await?;
                 return Ok(Claim::New(token.clone()));
             }
             FirstTry::Replay(claim) => return Ok(claim),
             FirstTry::AskTheServer => {}
         }
-        let rest = claim_fields(lease, grace, fingerprint, fingerprint_version);
+        let rest = ClaimFields::new(lease, grace, fingerprint, fingerprint_version);
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
-            call.arg(&token_text).arg(&rest).arg(expires);
+            call.arg(&token_text).arg(rest.as_str()).arg(expires);
             match &replacing {
                 Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
                 None => call.arg("").arg(""),
@@ -371,27 +359,21 @@ impl Inner {
     }
 
     /// A claim's first try, which runs no function: `SET <storage_key> <claim> NX PX
-    /// <expires> GET`, the claim written by the client in layout 3 (see
-    /// `scripts/library.lua`), the key's expiry set by the server's clock. A free key is
-    /// then ours, and a completed record comes back, replayed at once if it has more than
-    /// [`REPLAY_MARGIN`] left by the mapped server clock. Anything else (a claim whose
-    /// lease the server must judge, a value that is not a record, a record this client
-    /// cannot read, a record near its end) is left for the claim function, which judges
-    /// it by the server's `TIME`.
+    /// <expires> GET`, the claim (`value`) written by the client in layout 3 (see
+    /// `scripts/library.lua` and [`ClaimFields::client_claim`]), the key's expiry set by
+    /// the server's clock. A free key is then ours, and a completed record comes back,
+    /// replayed at once if it has more than [`REPLAY_MARGIN`] left by the mapped server
+    /// clock. Anything else (a claim whose lease the server must judge, a value that is
+    /// not a record, a record this client cannot read, a record near its end) is left
+    /// for the claim function, which judges it by the server's `TIME`.
     async fn claim_free(
         &self,
         key: &str,
         storage_key: &str,
-        token: &str,
-        rest: &str,
+        value: &str,
         expires: u64,
         (fingerprint, fingerprint_version): (&str, u32),
     ) -> Result<FirstTry, Error> {
-        let mut value = String::with_capacity(CLIENT_CLAIM.len() + token.len() + 16 + rest.len());
-        value.push_str(CLIENT_CLAIM);
-        value.push_str(token);
-        value.push_str(&digits16(expires));
-        value.push_str(rest);
         let mut set = redis::cmd("SET");
         set.arg(storage_key)
             .arg(value)
@@ -450,31 +432,15 @@ impl Inner {
             return Err(storage("complete", Cause::Unstorable(response.status)));
         }
         let storage_key = self.layout.storage_key(key);
-        let headers = headers::encode(
-            response
-                .headers
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_ref())),
-        );
-        let headers_len = format!("{:010}", headers.len());
-        let mut headers_and_body = headers;
-        headers_and_body.extend_from_slice(&response.body);
-        let mut call = fcall(scripts::COMPLETE, &storage_key);
-        call.arg(token.to_string())
-            .arg(format!(
-                "{}{}",
-                digits16(micros(expires_after)),
-                response.status
-            ))
-            .arg(headers_len)
-            .arg(headers_and_body)
-            .arg(key_ttl_ms(micros(expires_after)));
         // Remembered before it is sent: the server wakes this key's waiters before this
         // reply arrives, and a waiter that decoded the result first would otherwise hold
         // an allocation of its own. Only a record this token stored, equal to it, is
         // ever matched with it, so a completion that fails leaves nothing wrong behind.
         self.responses.remember(&storage_key, token, response);
-        match self.write("complete", &call, &storage_key).await {
+        match self
+            .store_result(&storage_key, token, response, expires_after)
+            .await
+        {
             Ok(stored) => Ok(stored),
             Err(error) => {
                 self.release_later(key, token, FAILED_COMPLETION_RELEASE_HORIZON);
@@ -483,7 +449,71 @@ impl Inner {
         }
     }
 
+    /// The completion's write: by `idemkit_complete_own_claim` for a claim this backend
+    /// wrote itself and still holds the fields of (it sends them, so the server cuts
+    /// nothing out of the claim), else, or when that declines (the claim was renewed
+    /// since, by a holder of its token elsewhere), by `idemkit_complete`.
+    async fn store_result(
+        &self,
+        storage_key: &str,
+        token: &ClaimToken,
+        response: &Response,
+        expires_after: Duration,
+    ) -> Result<bool, Error> {
+        let ttl = micros(expires_after);
+        let ttl_and_status = format!("{}{}", digits16(ttl), response.status);
+        let headers = headers::encode(
+            response
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_ref())),
+        );
+        let headers_len = format!("{:010}", headers.len());
+        let token_text = token.to_string();
+        if let Some(claim) = self.own_claims.take(token) {
+            // What the completed record holds after its time, whole.
+            let mut after = Vec::with_capacity(
+                ttl_and_status.len()
+                    + claim.fingerprint_sizes().len()
+                    + headers_len.len()
+                    + claim.fingerprint().len()
+                    + headers.len()
+                    + response.body.len(),
+            );
+            for part in [
+                ttl_and_status.as_bytes(),
+                claim.fingerprint_sizes().as_bytes(),
+                headers_len.as_bytes(),
+                claim.fingerprint().as_bytes(),
+                &headers[..],
+                &response.body[..],
+            ] {
+                after.extend_from_slice(part);
+            }
+            let mut call = fcall(scripts::COMPLETE_OWN_CLAIM, storage_key);
+            call.arg(&token_text)
+                .arg(claim.lease_and_kept())
+                .arg(after)
+                .arg(claim.client_claim_len())
+                .arg(key_ttl_ms(ttl));
+            let (value, trip) = self.call("complete", &call).await?;
+            if value != Value::Nil {
+                return self.took_effect("complete", value, trip, storage_key).await;
+            }
+        }
+        let mut headers_and_body = headers;
+        headers_and_body.extend_from_slice(&response.body);
+        let mut call = fcall(scripts::COMPLETE, storage_key);
+        call.arg(&token_text)
+            .arg(ttl_and_status)
+            .arg(headers_len)
+            .arg(headers_and_body)
+            .arg(key_ttl_ms(ttl));
+        self.write("complete", &call, storage_key).await
+    }
+
     pub(crate) async fn release(&self, key: &str, token: &ClaimToken) -> Result<bool, Error> {
+        self.own_claims.forget(token);
         let storage_key = self.layout.storage_key(key);
         let mut call = fcall(scripts::RELEASE, &storage_key);
         call.arg(token.to_string());
@@ -497,6 +527,9 @@ impl Inner {
         lease_ttl: Duration,
     ) -> Result<bool, Error> {
         self.settled(key).await;
+        // A renewal rewrites a client's claim in layout 2, which only `idemkit_complete`
+        // completes.
+        self.own_claims.forget(token);
         let storage_key = self.layout.storage_key(key);
         let mut call = fcall(scripts::RENEW, &storage_key);
         call.arg(token.to_string())
@@ -515,6 +548,18 @@ impl Inner {
         storage_key: &str,
     ) -> Result<bool, Error> {
         let (value, trip) = self.call(operation, call).await?;
+        self.took_effect(operation, value, trip, storage_key).await
+    }
+
+    /// What a write's reply, `value`, says: whether it took effect (then, with the `WAIT`
+    /// option, replicated).
+    async fn took_effect(
+        &self,
+        operation: &'static str,
+        value: Value,
+        trip: RoundTrip,
+        storage_key: &str,
+    ) -> Result<bool, Error> {
         let (done, now) =
             reply::write(value).map_err(|bad| storage(operation, Cause::BadReply(bad.0)))?;
         self.clock.observe(now, trip.sent, trip.seen);

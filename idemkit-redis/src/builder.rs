@@ -13,6 +13,7 @@ use crate::commands::Commands;
 use crate::corrupt::{CorruptRecord, OnCorrupt};
 use crate::error::{Cause, RedisError};
 use crate::layout::Layout;
+use crate::own_claims::OwnClaims;
 use crate::responses::SharedResponses;
 use crate::runtime::{Elapsed, OnRuntime, RuntimeChoice};
 use crate::server_clock::ServerClock;
@@ -408,6 +409,7 @@ impl RedisBuilder {
                 on_corrupt: self.on_corrupt,
                 clock: ServerClock::default(),
                 responses: SharedResponses::default(),
+                own_claims: OwnClaims::default(),
                 runtime,
                 releases: Arc::default(),
             }),

@@ -179,12 +179,14 @@ macro_rules! with_a_runtime {
 with_a_runtime! {
     mod backend;
     mod builder;
+    mod claim_fields;
     mod commands;
     mod corrupt;
     mod error;
     mod headers;
     mod layout;
     mod operator;
+    mod own_claims;
     mod record;
     mod releases;
     mod reply;

@@ -19,8 +19,9 @@
 //! client writes layout 3 claims itself, which an older library takes for corrupt values
 //! (it refuses their completions and replaces them), and `idemkit_complete` answers the
 //! completion of such a claim with its time as text, which an older client takes for a
-//! bad reply. An older process that connects later also loads its library over this
-//! one. Every process sharing a server is upgraded together.
+//! bad reply; an older library has no `idemkit_complete_own_claim`, which this version calls
+//! to complete the claims it wrote. An older process that connects later also loads its
+//! library over this one. Every process sharing a server is upgraded together.
 
 use std::sync::LazyLock;
 
@@ -46,6 +47,8 @@ pub(crate) const LIBRARY_NAME: &str = "idemkit";
 /// The functions the backend calls.
 pub(crate) const CLAIM: &str = "idemkit_claim";
 pub(crate) const COMPLETE: &str = "idemkit_complete";
+/// The completion of a claim the client wrote itself, handed the parts it wrote.
+pub(crate) const COMPLETE_OWN_CLAIM: &str = "idemkit_complete_own_claim";
 pub(crate) const RELEASE: &str = "idemkit_release";
 pub(crate) const RENEW: &str = "idemkit_renew";
 pub(crate) const READ: &str = "idemkit_read";

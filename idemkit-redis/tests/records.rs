@@ -1059,3 +1059,183 @@ async fn a_completion_publishes_only_for_a_claim_someone_waits_on() {
     let calls = command_calls(&mut raw);
     assert!(calls.contains(&("publish".to_owned(), 1)), "{calls:?}");
 }
+
+/// The functions the server ran, in order, since [`record_calls`]: `FCALL`'s function
+/// names, read from `SLOWLOG` (which [`record_calls`] set to log every command).
+fn functions_called(raw: &mut redis::Connection) -> Vec<String> {
+    let redis::Value::Array(entries) = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(-1)
+        .query::<redis::Value>(raw)
+        .unwrap()
+    else {
+        panic!("SLOWLOG GET is not an array");
+    };
+    let mut called: Vec<String> = entries
+        .iter()
+        .filter_map(|entry| {
+            let redis::Value::Array(fields) = entry else {
+                return None;
+            };
+            let redis::Value::Array(args) = fields.get(3)? else {
+                return None;
+            };
+            let text = |value: &redis::Value| match value {
+                redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => String::new(),
+            };
+            (text(args.first()?).eq_ignore_ascii_case("fcall")).then(|| text(&args[1]))
+        })
+        .collect();
+    // Newest first in the log.
+    called.reverse();
+    called
+}
+
+/// Makes `SLOWLOG` record every command from now on, for [`functions_called`].
+fn record_calls(raw: &mut redis::Connection) {
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(0)
+        .query(raw)
+        .unwrap();
+    let () = redis::cmd("SLOWLOG").arg("RESET").query(raw).unwrap();
+}
+
+/// A claim this backend wrote itself is completed by the function handed the parts it
+/// wrote (`idemkit_complete_own_claim`), into the record the general completion writes;
+/// a claim renewed, released, or written by another process takes the general one, and a
+/// claim renewed elsewhere (declined by the first) is still completed, by the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
+    if !redis_harness::available() {
+        return;
+    }
+    let server = RedisServer::start().unwrap();
+    let backend = builder(&server.url(), "own-claims").build().await.unwrap();
+    let elsewhere = RedisBackend::builder()
+        .url(&server.url())
+        .namespace(backend.namespace())
+        .build()
+        .await
+        .unwrap();
+    let mut raw = connection(&server);
+    let response = |body: &'static str| {
+        Arc::new(Response::new(201, body).with_header("content-type", "text/plain"))
+    };
+    let replayed = |claim: Claim| match claim {
+        Claim::Completed(record) => {
+            assert!(record.same_request());
+            let response = record.response();
+            (
+                response.status,
+                response.body.as_ref().to_vec(),
+                response.headers.clone(),
+            )
+        }
+        other => panic!("not replayed: {other:?}"),
+    };
+    let (own, general) = ("idemkit_complete_own_claim", "idemkit_complete");
+
+    // Its own claim: one function, the parts handed over.
+    let token = support::claim_new(&backend, "own").await;
+    record_calls(&mut raw);
+    assert!(
+        Backend::complete(&backend, "own", &token, response("own"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [own]);
+    let own_record = replayed(
+        Backend::claim(&backend, "own", "fp", 1, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(own_record.0, 201);
+    assert_eq!(own_record.1, b"own");
+
+    // A claim another process wrote, completed here by its token: the general function,
+    // the same record.
+    let token = support::claim_new(&elsewhere, "general").await;
+    record_calls(&mut raw);
+    assert!(
+        Backend::complete(&backend, "general", &token, response("own"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [general]);
+    let general_record = replayed(
+        Backend::claim(&backend, "general", "fp", 1, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(general_record, own_record);
+    let values: Vec<Vec<u8>> = ["own", "general"]
+        .iter()
+        .map(|key| raw.get(backend.storage_key(key)).unwrap())
+        .collect();
+    // The same bytes but for the token and the two times.
+    let fixed = |value: &[u8]| [&value[..4], &value[52..84], &value[100..]].concat();
+    assert_eq!(fixed(&values[0]), fixed(&values[1]));
+
+    // Renewed here: the general function at once (the renewal rewrote it in layout 2).
+    let token = support::claim_new(&backend, "renewed").await;
+    assert!(
+        Backend::renew(&backend, "renewed", &token, LEASE)
+            .await
+            .unwrap()
+    );
+    record_calls(&mut raw);
+    assert!(
+        Backend::complete(&backend, "renewed", &token, response("r"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [general]);
+
+    // Renewed by another process holding its token: declined, then completed by the
+    // general function.
+    let token = support::claim_new(&backend, "renewed-elsewhere").await;
+    assert!(
+        Backend::renew(&elsewhere, "renewed-elsewhere", &token, LEASE)
+            .await
+            .unwrap()
+    );
+    record_calls(&mut raw);
+    assert!(
+        Backend::complete(&backend, "renewed-elsewhere", &token, response("e"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [own, general]);
+    let record = replayed(
+        Backend::claim(&backend, "renewed-elsewhere", "fp", 1, LEASE)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(record.1, b"e");
+
+    // Released: forgotten, so a late completion is refused by the general function.
+    let token = support::claim_new(&backend, "released").await;
+    assert!(
+        Backend::release(&backend, "released", &token)
+            .await
+            .unwrap()
+    );
+    let again = support::claim_new(&backend, "released").await;
+    record_calls(&mut raw);
+    assert!(
+        !Backend::complete(&backend, "released", &token, response("late"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [general]);
+    // And the new claim's own completion is not disturbed by it.
+    assert!(
+        Backend::complete(&backend, "released", &again, response("new"), LEASE)
+            .await
+            .unwrap()
+    );
+    assert_eq!(functions_called(&mut raw), [general, own]);
+}

@@ -42,7 +42,10 @@
 -- record is gone when its key expires, so while the key lives its claim is not gone
 -- (a completion relies on it). A layout 3 claim whose key lost its expiry (`PERSIST` by
 -- hand) cannot be judged: it is not a record. Its state is 'c', or 'w' once a waiter
--- watches it (see watch): only then does its completion publish.
+-- watches it (see watch): only then does its completion publish. The client that wrote
+-- a claim still holds what it wrote, and hands its completion the completed record's
+-- parts (see complete_own_claim), so that the server only checks the claim and dates the
+-- record.
 --
 -- Layout 1, a hash (fields v='1', s, t, f, fv, ca, lu, ga, cd, st, h, b), is what the
 -- previous scripts wrote. It is still read: a record found in it is converted to layout 2
@@ -58,6 +61,7 @@
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
 local LAYOUT = 'ik2'
+local CLAIMED = 'ik2c'
 local COMPLETED = 'ik2d'
 local CLIENT_LAYOUT = 'ik3'
 local CLIENT_CLAIM = 'ik3c'
@@ -134,7 +138,7 @@ local function from_layout_1(key)
     if gone_at < lease_until then
       return nil, 'malformed instants'
     end
-    return LAYOUT .. 'c' .. head .. digits16(gone_at - lease_until) .. NO_RESULT .. tail
+    return CLAIMED .. head .. digits16(gone_at - lease_until) .. NO_RESULT .. tail
       .. NO_HEADERS .. f[4]
   end
   local completed_at = uint(f[9], MAX_TIME)
@@ -194,7 +198,7 @@ local function from_layout_3(key, value)
   if not claimed_at then
     return nil, why
   end
-  return LAYOUT .. 'c' .. string.sub(value, 5, 36) .. claimed_at .. string.sub(value, 53)
+  return CLAIMED .. string.sub(value, 5, 36) .. claimed_at .. string.sub(value, 53)
 end
 
 -- The record in `value` (layout 2): its state, token, lease until and gone after, or
@@ -289,7 +293,7 @@ end
 -- Claims `key` over what was there. Whoever waited on the old value re-reads, and
 -- follows the new claim.
 local function replace(key, now, now_text, args, outcome, note)
-  redis.call('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2], 'PX', args[3])
+  redis.call('SET', key, CLAIMED .. args[1] .. now_text .. args[2], 'PX', args[3])
   redis.call('PUBLISH', key, 'claimed')
   return {outcome, now, note}
 end
@@ -307,7 +311,7 @@ local function claim(keys, args)
   local key = keys[1]
   local now, now_text = clock()
   -- Written only if the key is free; otherwise what is there comes back.
-  local found = redis.pcall('SET', key, LAYOUT .. 'c' .. args[1] .. now_text .. args[2],
+  local found = redis.pcall('SET', key, CLAIMED .. args[1] .. now_text .. args[2],
     'NX', 'PX', args[3], 'GET')
   if not found then
     return now
@@ -333,7 +337,8 @@ end
 
 -- The completed record of the claim `value` (layout 2, or a client's claim of layout 3
 -- with its time `claimed_at`) at `key`, completed at `now_text`, written from the
--- completion's args (see complete).
+-- completion's args (see complete). `complete_own_claim` writes the same record from
+-- parts its client joined (one `..` each: a string joined in two steps is copied twice).
 local function write_completed(key, value, claimed_at, now_text, args)
   -- The token is the holder's, `args[1]`.
   redis.call('SET', key, COMPLETED .. args[1] .. claimed_at .. string.sub(value, 53, 84)
@@ -341,17 +346,31 @@ local function write_completed(key, value, claimed_at, now_text, args)
     .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
 end
 
+-- The completion of a client's claim (layout 3, its first four bytes `head`) at `key`
+-- has taken effect at `now_text`: a waiter is told if one watched it. Reply: the
+-- server's time as text (no number is read out of `TIME` on the way).
+local function client_claim_completed(key, head, now_text)
+  if head == CLIENT_CLAIM_WATCHED then
+    redis.call('PUBLISH', key, 'completed')
+  end
+  return now_text
+end
+
+-- Whether `value`, a client's claim of `length` bytes, holds `token` (32 hex digits)
+-- where its token goes, found without copying it out. The length is what parse checks
+-- of a claim: a claim cut short or run on is not held, whatever its token.
+local function client_claim_held(value, length, token)
+  return #value == length and #token == 32 and string.find(value, token, 5, true) == 5
+end
+
 -- The completion of a client's claim (layout 3, its first four bytes `head`) in `found`
--- at `key`: the common case. Its token holds it while its key lives (its record ends
--- with its key, to the millisecond); its time is read from the key's expiry, without
--- converting it first; there is no one to tell unless a waiter watched it. Its length
--- is checked as parse checks it, and the token where it must be, found without copying
--- it out. Reply: the server's time as text when it took effect (no number is read out
--- of `TIME` on the way), else its negation as a number.
+-- at `key`: its token holds it while its key lives (its record ends with its key, to the
+-- millisecond); its time is read from the key's expiry, without converting it first;
+-- there is no one to tell unless a waiter watched it. Reply: as client_claim_completed,
+-- or the server's time negated as a number.
 local function complete_client_claim(key, found, head, args)
   local fingerprint_len = tonumber(string.sub(found, 130, 139))
-  if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
-      or string.find(found, args[1], 5, true) ~= 5 then
+  if not fingerprint_len or not client_claim_held(found, HEADER + fingerprint_len, args[1]) then
     return -clock()
   end
   local claimed_at = client_claim_time(key, found)
@@ -360,10 +379,7 @@ local function complete_client_claim(key, found, head, args)
   end
   local now_text = clock_text()
   write_completed(key, found, claimed_at, now_text, args)
-  if head == CLIENT_CLAIM_WATCHED then
-    redis.call('PUBLISH', key, 'completed')
-  end
-  return now_text
+  return client_claim_completed(key, head, now_text)
 end
 
 -- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
@@ -385,6 +401,42 @@ local function complete(keys, args)
   write_completed(key, value, string.sub(value, 37, 52), now_text, args)
   redis.call('PUBLISH', key, 'completed')
   return now
+end
+
+-- Complete a client's claim (layout 3) that the calling client wrote itself and still
+-- holds the fields of: the common completion, handed the completed record's parts so
+-- that none is cut out of the claim or read from it. args: token; the claim's lease and
+-- the time its record is kept past it (32 digits, as the claim holds them); what comes
+-- after the completion's time (its time to live and status, the fingerprint's version
+-- and length, the headers' length, the fingerprint, headers and body); the claim's
+-- length; the key's time to live (ms, rounded up). Reply: as complete's; or nil when the key holds a claim of
+-- layout 2 (a renewal rewrites a client's claim in it), which only complete judges.
+local function complete_own_claim(keys, args)
+  local key = keys[1]
+  local found = redis.pcall('GET', key)
+  if type(found) ~= 'string' then
+    -- Nothing, or not a string: not this client's claim, which is gone.
+    return -clock()
+  end
+  local head = string.sub(found, 1, 4)
+  if head ~= CLIENT_CLAIM and head ~= CLIENT_CLAIM_WATCHED then
+    if head == CLAIMED then
+      return false
+    end
+    return -clock()
+  end
+  if not client_claim_held(found, tonumber(args[4]), args[1]) then
+    return -clock()
+  end
+  local claimed_at = client_claim_time(key, found)
+  if not claimed_at then
+    return -clock()
+  end
+  local now_text = clock_text()
+  -- The record write_completed writes, its parts joined by the client.
+  redis.call('SET', key, COMPLETED .. args[1] .. claimed_at .. args[2] .. now_text .. args[3],
+    'PX', args[5])
+  return client_claim_completed(key, head, now_text)
 end
 
 -- Release. args: token.
@@ -524,6 +576,7 @@ end
 
 redis.register_function('idemkit_claim', claim)
 redis.register_function('idemkit_complete', complete)
+redis.register_function('idemkit_complete_own_claim', complete_own_claim)
 redis.register_function('idemkit_release', release)
 redis.register_function('idemkit_renew', renew)
 redis.register_function{function_name = 'idemkit_read', callback = read, flags = {'no-writes'}}

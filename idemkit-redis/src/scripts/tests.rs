@@ -75,7 +75,10 @@ fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec
             if now > 0 { "1" } else { "0" }.to_owned(),
             now.unsigned_abs().to_string(),
         ],
-        Value::BulkString(digits) if function == super::COMPLETE => {
+        Value::Nil if function == super::COMPLETE_OWN_CLAIM => vec!["declined".to_owned()],
+        Value::BulkString(digits)
+            if function == super::COMPLETE || function == super::COMPLETE_OWN_CLAIM =>
+        {
             let (done, now) = crate::reply::write(Value::BulkString(digits)).unwrap();
             vec![if done { "1" } else { "0" }.to_owned(), now.to_string()]
         }
@@ -148,13 +151,11 @@ fn client_claim(
     lease_us: &str,
     grace_us: &str,
 ) -> Option<Vec<u8>> {
-    let lease: u64 = lease_us.parse().unwrap();
-    let ttl = key_ttl(lease + grace_us.parse::<u64>().unwrap());
-    let to_expiry = ttl.parse::<u64>().unwrap() * 1000 - 999 - lease;
+    let ttl = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
     let value = format!(
         "ik3c{token}{}{}",
         digits16(&ttl),
-        claim_rest(lease_us, &to_expiry.to_string())
+        claim_rest(lease_us, &client_claim_kept(lease_us, grace_us))
     );
     redis::cmd("SET")
         .arg(key)
@@ -165,6 +166,55 @@ fn client_claim(
         .arg("GET")
         .query(con)
         .unwrap()
+}
+
+/// How long a client's claim keeps its record past its lease, as `client_claim` writes
+/// it: to its key's expiry, from the last microsecond of the millisecond it was made in.
+fn client_claim_kept(lease_us: &str, grace_us: &str) -> String {
+    let lease: u64 = lease_us.parse().unwrap();
+    let ttl: u64 = key_ttl(lease + grace_us.parse::<u64>().unwrap())
+        .parse()
+        .unwrap();
+    (ttl * 1000 - 999 - lease).to_string()
+}
+
+/// Completes the client's claim `client_claim` wrote with `lease_us` and `grace_us` (and
+/// the fingerprint `fp`, version 7) as the backend that wrote it does: handing the
+/// server the completed record's parts, the claim's length `claim_len`.
+fn complete_own(
+    con: &mut Connection,
+    key: &str,
+    token: &str,
+    (lease_us, grace_us): (&str, &str),
+    claim_len: usize,
+    body: &[u8],
+) -> Vec<String> {
+    let kept = format!(
+        "{}{}",
+        digits16(lease_us),
+        digits16(&client_claim_kept(lease_us, grace_us))
+    );
+    let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
+    let mut after = format!(
+        "{}201{:010}{:010}{:010}fp",
+        digits16("1000000"),
+        7,
+        2,
+        headers.len()
+    )
+    .into_bytes();
+    after.extend_from_slice(&headers);
+    after.extend_from_slice(body);
+    let claim_len = claim_len.to_string();
+    let key_ttl = key_ttl(1_000_000);
+    let args: [&[u8]; 5] = [
+        token.as_bytes(),
+        kept.as_bytes(),
+        &after,
+        claim_len.as_bytes(),
+        key_ttl.as_bytes(),
+    ];
+    fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
 }
 
 fn complete(
@@ -894,6 +944,134 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert_eq!(replaced[0], "new");
     assert_eq!(replaced[2], "a claim whose key lost its expiry");
     assert!(pttl(&mut con, key) > 0);
+}
+
+/// The completion of a client's claim by the client that wrote it, handed the completed
+/// record's parts: the same record as the general completion writes, fenced the same way
+/// (the whole token, the claim's length, its key's expiry), publishing only when
+/// watched; a claim renewed into layout 2 is left for the general completion.
+#[test]
+fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record() {
+    let Some(mut con) = connect() else { return };
+    let own = (LEASE_US, GRACE_US);
+    // The claims `client_claim` writes: the fixed header and the fingerprint "fp".
+    let claim_len = 149 + 2;
+
+    // The same record, byte for byte but for its two times.
+    let keys = ["scripts:{own-general}", "scripts:{own-parts}"];
+    for key in keys {
+        let () = con.del(key).unwrap();
+        assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    }
+    let claimed = decoded(&read(&mut con, keys[1]));
+    assert_eq!(complete(&mut con, keys[0], TOKEN, "1000000", b"ok")[0], "1");
+    let done = complete_own(&mut con, keys[1], TOKEN, own, claim_len, b"ok");
+    assert_eq!(done[0], "1", "{done:?}");
+    let values: Vec<Vec<u8>> = keys.iter().map(|key| con.get(key).unwrap()).collect();
+    let without_times = |value: &[u8]| [&value[..36], &value[52..84], &value[100..]].concat();
+    assert_eq!(without_times(&values[0]), without_times(&values[1]));
+    let completed = decoded(&read(&mut con, keys[1]));
+    assert_eq!(completed.claimed_at, claimed.claimed_at, "the claim's time kept");
+    assert_eq!(completed.lease_until, claimed.lease_until);
+    let result = completed.result.expect("completed");
+    assert_eq!(result.completed_at.to_string(), done[1], "dated by its reply");
+    assert_eq!(completed.gone_at, result.completed_at + 1_000_000);
+    assert_eq!((result.status, &result.body[..]), (201, &b"ok"[..]));
+    assert!(pttl(&mut con, keys[1]) > 0);
+    assert_eq!(
+        complete_own(&mut con, keys[1], TOKEN, own, claim_len, b"again")[0],
+        "0",
+        "completed once"
+    );
+
+    // Fenced by the whole token.
+    let key = "scripts:{own-fenced}";
+    let () = con.del(key).unwrap();
+    assert_eq!(
+        complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0],
+        "0",
+        "no claim at all"
+    );
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
+        let refused = complete_own(&mut con, key, wrong, own, claim_len, b"x");
+        assert_eq!(refused[0], "0", "{wrong:?}");
+    }
+    // A claim whose length is not the one its client wrote is not held: cut short, or
+    // any other length.
+    for length in [claim_len - 1, claim_len + 1, 0] {
+        let refused = complete_own(&mut con, key, TOKEN, own, length, b"x");
+        assert_eq!(refused[0], "0", "{length}");
+    }
+    let whole: Vec<u8> = con.get(key).unwrap();
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(&whole[..whole.len() - 1])
+        .arg("KEEPTTL")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(&whole)
+        .arg("KEEPTTL")
+        .query(&mut con)
+        .unwrap();
+    // Its key's expiry removed: not a record.
+    let _: bool = con.persist(key).unwrap();
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    let unchanged: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(unchanged, whole, "nothing written by a refusal");
+    // Not a string.
+    let () = con.del(key).unwrap();
+    let _: i64 = con.rpush(key, "x").unwrap();
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    let () = con.del(key).unwrap();
+
+    // Renewed, so in layout 2: declined, changed nothing, and the general completion
+    // completes it.
+    let key = "scripts:{own-renewed}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    assert_eq!(renew(&mut con, key, TOKEN, "90000000")[0], "1");
+    let renewed: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(&renewed[..4], b"ik2c");
+    assert_eq!(
+        complete_own(&mut con, key, TOKEN, own, claim_len, b"x"),
+        ["declined"]
+    );
+    let unchanged: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(unchanged, renewed);
+    assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"ok")[0], "1");
+    assert_eq!(
+        complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0],
+        "0",
+        "a completed record is not declined but refused"
+    );
+
+    // A waiter is told only if it watched.
+    let mut listener = listener();
+    let mut pubsub = listener.as_pubsub();
+    let keys = ["scripts:{own-unwatched}", "scripts:{own-watched}"];
+    for key in keys {
+        let () = con.del(key).unwrap();
+        pubsub.subscribe(key).unwrap();
+        assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    }
+    assert_eq!(fcall(&mut con, super::WATCH, keys[1], &[])[0], "claimed");
+    for key in keys {
+        assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"w")[0], "1");
+        assert_eq!(read(&mut con, key)[0], "completed");
+    }
+    let message = pubsub.get_message().unwrap();
+    assert_eq!(
+        (
+            message.get_channel_name().to_string(),
+            message.get_payload::<String>().unwrap()
+        ),
+        (keys[1].to_string(), "completed".to_string()),
+        "the unwatched completion published nothing"
+    );
 }
 
 /// A waiter's read marks a claim, a write: it still runs when the server is out of

@@ -1,0 +1,89 @@
+//! The claims this process wrote itself (layout 3) and has not yet completed, released or
+//! renewed, by token, with the fields each wrote.
+//!
+//! A completion of such a claim hands the server the completed record's parts that come
+//! from the claim (`idemkit_complete_own_claim`), so that the server checks the claim and
+//! dates the record, and cuts nothing out of it. A claim not found here (this process did
+//! not write it, or it was forgotten) is completed by `idemkit_complete`, which reads
+//! them from the claim: the same record either way.
+
+use std::collections::HashMap;
+
+use idemkit_core::ClaimToken;
+use parking_lot::Mutex;
+
+use crate::claim_fields::ClaimFields;
+
+/// How many claims are kept at most. A claim that is never completed nor released (its
+/// caller gave up on it) stays until the map is full, and then all are forgotten at once:
+/// their completions, if they come, take the general function.
+const CAPACITY: usize = 4_096;
+
+/// The fields of this process's own claims in flight, by token.
+#[derive(Debug, Default)]
+pub(crate) struct OwnClaims {
+    by_token: Mutex<HashMap<ClaimToken, ClaimFields>>,
+}
+
+impl OwnClaims {
+    /// Keeps `fields`, what the claim `token` wrote.
+    pub(crate) fn insert(&self, token: &ClaimToken, fields: ClaimFields) {
+        let mut by_token = self.by_token.lock();
+        if by_token.len() >= CAPACITY {
+            by_token.clear();
+        }
+        by_token.insert(token.clone(), fields);
+    }
+
+    /// The fields the claim `token` wrote, if it is one of this process's own claims;
+    /// forgotten here (a completion is sent once).
+    pub(crate) fn take(&self, token: &ClaimToken) -> Option<ClaimFields> {
+        self.by_token.lock().remove(token)
+    }
+
+    /// Forgets the claim `token`: released, or rewritten in another layout by a renewal.
+    pub(crate) fn forget(&self, token: &ClaimToken) {
+        self.take(token);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_token.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(n: u32) -> ClaimToken {
+        ClaimToken::from_bytes(u128::from(n).to_be_bytes())
+    }
+
+    fn fields(fingerprint: &str) -> ClaimFields {
+        ClaimFields::new(1, 2, fingerprint, 1)
+    }
+
+    #[test]
+    fn a_claim_is_taken_once_and_forgotten_claims_are_gone() {
+        let own = OwnClaims::default();
+        own.insert(&token(1), fields("one"));
+        own.insert(&token(2), fields("two"));
+        assert_eq!(own.take(&token(1)), Some(fields("one")));
+        assert_eq!(own.take(&token(1)), None, "taken once");
+        own.forget(&token(2));
+        assert_eq!(own.take(&token(2)), None);
+        assert_eq!(own.take(&token(3)), None, "never held");
+    }
+
+    #[test]
+    fn claims_never_finished_do_not_grow_it_past_its_capacity() {
+        let own = OwnClaims::default();
+        for n in 0..(CAPACITY as u32) * 3 + 7 {
+            own.insert(&token(n), fields("fp"));
+            assert!(own.len() <= CAPACITY, "{}", own.len());
+        }
+        let last = (CAPACITY as u32) * 3 + 6;
+        assert_eq!(own.take(&token(last)), Some(fields("fp")), "the newest is kept");
+    }
+}
