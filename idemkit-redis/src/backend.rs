@@ -470,39 +470,28 @@ impl Inner {
         );
         let headers_len = format!("{:010}", headers.len());
         let token_text = token.to_string();
+        let mut headers_and_body = headers;
+        headers_and_body.extend_from_slice(&response.body);
         if let Some(claim) = self.own_claims.take(token) {
-            // What the completed record holds after its time, whole.
-            let mut after = Vec::with_capacity(
-                ttl_and_status.len()
-                    + claim.fingerprint_sizes().len()
-                    + headers_len.len()
-                    + claim.fingerprint().len()
-                    + headers.len()
-                    + response.body.len(),
-            );
-            for part in [
-                ttl_and_status.as_bytes(),
-                claim.fingerprint_sizes().as_bytes(),
-                headers_len.as_bytes(),
-                claim.fingerprint().as_bytes(),
-                &headers[..],
-                &response.body[..],
-            ] {
-                after.extend_from_slice(part);
-            }
+            // What the completed record holds after its time, up to its headers.
+            let result_fields = [
+                ttl_and_status.as_str(),
+                claim.fingerprint_sizes(),
+                &headers_len,
+                claim.fingerprint(),
+            ]
+            .concat();
             let mut call = fcall(scripts::COMPLETE_OWN_CLAIM, storage_key);
             call.arg(&token_text)
                 .arg(claim.lease_and_kept())
-                .arg(after)
-                .arg(claim.client_claim_len())
+                .arg(result_fields)
+                .arg(&headers_and_body)
                 .arg(key_ttl_ms(ttl));
             let (value, trip) = self.call("complete", &call).await?;
             if value != Value::Nil {
                 return self.took_effect("complete", value, trip, storage_key).await;
             }
         }
-        let mut headers_and_body = headers;
-        headers_and_body.extend_from_slice(&response.body);
         let mut call = fcall(scripts::COMPLETE, storage_key);
         call.arg(&token_text)
             .arg(ttl_and_status)

@@ -75,6 +75,12 @@ local MAX_FINGERPRINT_VERSION = 4294967295
 -- Completed at, time to live and status of a record still claimed.
 local NO_RESULT = '00000000000000000000000000000000000'
 local NO_HEADERS = '0000000000'
+-- The fixed fields of a completed record after its completion's time: time to live,
+-- status, fingerprint version and length, headers length.
+local RESULT_FIELDS = 16 + 3 + 10 + 10 + 10
+
+-- The zeros that pad `TIME`'s microseconds of each length (1 to 6 digits) to six.
+local MICROS_PADDING = {'00000', '0000', '000', '00', '0', ''}
 
 -- The server's clock as 16 digits of text (`TIME`'s ten digits of seconds, which last
 -- until the year 2286, and its microseconds padded to six): what a call that has no use
@@ -82,7 +88,7 @@ local NO_HEADERS = '0000000000'
 local function clock_text()
   local time = redis.call('TIME')
   local micros = time[2]
-  return time[1] .. string.sub('000000', #micros + 1) .. micros
+  return time[1] .. MICROS_PADDING[#micros] .. micros
 end
 
 -- The server's clock: microseconds as a number (exact: 16 digits are below 2^53), and
@@ -407,10 +413,12 @@ end
 -- holds the fields of: the common completion, handed the completed record's parts so
 -- that none is cut out of the claim or read from it. args: token; the claim's lease and
 -- the time its record is kept past it (32 digits, as the claim holds them); what comes
--- after the completion's time (its time to live and status, the fingerprint's version
--- and length, the headers' length, the fingerprint, headers and body); the claim's
--- length; the key's time to live (ms, rounded up). Reply: as complete's; or nil when the key holds a claim of
--- layout 2 (a renewal rewrites a client's claim in it), which only complete judges.
+-- after the completion's time up to the headers (its time to live and status, the
+-- fingerprint's version and length, the headers' length, the fingerprint: the claim's
+-- length less its header plus these fixed fields, so that its length is checked
+-- without reading a number); the headers and body; the key's time to live (ms, rounded
+-- up). Reply: as complete's; or nil when the key holds a claim of layout 2 (a renewal
+-- rewrites a client's claim in it), which only complete judges.
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local found = redis.pcall('GET', key)
@@ -425,7 +433,7 @@ local function complete_own_claim(keys, args)
     end
     return -clock()
   end
-  if not client_claim_held(found, tonumber(args[4]), args[1]) then
+  if not client_claim_held(found, HEADER - RESULT_FIELDS + #args[3], args[1]) then
     return -clock()
   end
   local claimed_at = client_claim_time(key, found)
@@ -434,7 +442,8 @@ local function complete_own_claim(keys, args)
   end
   local now_text = clock_text()
   -- The record write_completed writes, its parts joined by the client.
-  redis.call('SET', key, COMPLETED .. args[1] .. claimed_at .. args[2] .. now_text .. args[3],
+  redis.call('SET', key,
+    COMPLETED .. args[1] .. claimed_at .. args[2] .. now_text .. args[3] .. args[4],
     'PX', args[5])
   return client_claim_completed(key, head, now_text)
 end

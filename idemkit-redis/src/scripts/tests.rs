@@ -180,13 +180,14 @@ fn client_claim_kept(lease_us: &str, grace_us: &str) -> String {
 
 /// Completes the client's claim `client_claim` wrote with `lease_us` and `grace_us` (and
 /// the fingerprint `fp`, version 7) as the backend that wrote it does: handing the
-/// server the completed record's parts, the claim's length `claim_len`.
+/// server the completed record's parts, the fingerprint among them as `fingerprint`
+/// (the one the claim holds, or another to try the check of the claim's length).
 fn complete_own(
     con: &mut Connection,
     key: &str,
     token: &str,
     (lease_us, grace_us): (&str, &str),
-    claim_len: usize,
+    fingerprint: &str,
     body: &[u8],
 ) -> Vec<String> {
     let kept = format!(
@@ -195,23 +196,21 @@ fn complete_own(
         digits16(&client_claim_kept(lease_us, grace_us))
     );
     let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
-    let mut after = format!(
-        "{}201{:010}{:010}{:010}fp",
+    let result_fields = format!(
+        "{}201{:010}{:010}{:010}{fingerprint}",
         digits16("1000000"),
         7,
-        2,
+        fingerprint.len(),
         headers.len()
-    )
-    .into_bytes();
-    after.extend_from_slice(&headers);
-    after.extend_from_slice(body);
-    let claim_len = claim_len.to_string();
+    );
+    let mut headers_and_body = headers;
+    headers_and_body.extend_from_slice(body);
     let key_ttl = key_ttl(1_000_000);
     let args: [&[u8]; 5] = [
         token.as_bytes(),
         kept.as_bytes(),
-        &after,
-        claim_len.as_bytes(),
+        result_fields.as_bytes(),
+        &headers_and_body,
         key_ttl.as_bytes(),
     ];
     fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
@@ -954,8 +953,8 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
 fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record() {
     let Some(mut con) = connect() else { return };
     let own = (LEASE_US, GRACE_US);
-    // The claims `client_claim` writes: the fixed header and the fingerprint "fp".
-    let claim_len = 149 + 2;
+    // The fingerprint of the claims `client_claim` writes.
+    let fp = "fp";
 
     // The same record, byte for byte but for its two times.
     let keys = ["scripts:{own-general}", "scripts:{own-parts}"];
@@ -965,7 +964,7 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     }
     let claimed = decoded(&read(&mut con, keys[1]));
     assert_eq!(complete(&mut con, keys[0], TOKEN, "1000000", b"ok")[0], "1");
-    let done = complete_own(&mut con, keys[1], TOKEN, own, claim_len, b"ok");
+    let done = complete_own(&mut con, keys[1], TOKEN, own, fp, b"ok");
     assert_eq!(done[0], "1", "{done:?}");
     let values: Vec<Vec<u8>> = keys.iter().map(|key| con.get(key).unwrap()).collect();
     let without_times = |value: &[u8]| [&value[..36], &value[52..84], &value[100..]].concat();
@@ -979,7 +978,7 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     assert_eq!((result.status, &result.body[..]), (201, &b"ok"[..]));
     assert!(pttl(&mut con, keys[1]) > 0);
     assert_eq!(
-        complete_own(&mut con, keys[1], TOKEN, own, claim_len, b"again")[0],
+        complete_own(&mut con, keys[1], TOKEN, own, fp, b"again")[0],
         "0",
         "completed once"
     );
@@ -988,20 +987,20 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     let key = "scripts:{own-fenced}";
     let () = con.del(key).unwrap();
     assert_eq!(
-        complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0],
+        complete_own(&mut con, key, TOKEN, own, fp, b"x")[0],
         "0",
         "no claim at all"
     );
     assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
     for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
-        let refused = complete_own(&mut con, key, wrong, own, claim_len, b"x");
+        let refused = complete_own(&mut con, key, wrong, own, fp, b"x");
         assert_eq!(refused[0], "0", "{wrong:?}");
     }
     // A claim whose length is not the one its client wrote is not held: cut short, or
     // any other length.
-    for length in [claim_len - 1, claim_len + 1, 0] {
-        let refused = complete_own(&mut con, key, TOKEN, own, length, b"x");
-        assert_eq!(refused[0], "0", "{length}");
+    for other_length in ["f", "fp2", ""] {
+        let refused = complete_own(&mut con, key, TOKEN, own, other_length, b"x");
+        assert_eq!(refused[0], "0", "{other_length}");
     }
     let whole: Vec<u8> = con.get(key).unwrap();
     let () = redis::cmd("SET")
@@ -1010,7 +1009,7 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         .arg("KEEPTTL")
         .query(&mut con)
         .unwrap();
-    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
     let () = redis::cmd("SET")
         .arg(key)
         .arg(&whole)
@@ -1019,13 +1018,13 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         .unwrap();
     // Its key's expiry removed: not a record.
     let _: bool = con.persist(key).unwrap();
-    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
     let unchanged: Vec<u8> = con.get(key).unwrap();
     assert_eq!(unchanged, whole, "nothing written by a refusal");
     // Not a string.
     let () = con.del(key).unwrap();
     let _: i64 = con.rpush(key, "x").unwrap();
-    assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0], "0");
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
     let () = con.del(key).unwrap();
 
     // Renewed, so in layout 2: declined, changed nothing, and the general completion
@@ -1037,14 +1036,14 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     let renewed: Vec<u8> = con.get(key).unwrap();
     assert_eq!(&renewed[..4], b"ik2c");
     assert_eq!(
-        complete_own(&mut con, key, TOKEN, own, claim_len, b"x"),
+        complete_own(&mut con, key, TOKEN, own, fp, b"x"),
         ["declined"]
     );
     let unchanged: Vec<u8> = con.get(key).unwrap();
     assert_eq!(unchanged, renewed);
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"ok")[0], "1");
     assert_eq!(
-        complete_own(&mut con, key, TOKEN, own, claim_len, b"x")[0],
+        complete_own(&mut con, key, TOKEN, own, fp, b"x")[0],
         "0",
         "a completed record is not declined but refused"
     );
@@ -1060,7 +1059,7 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     }
     assert_eq!(fcall(&mut con, super::WATCH, keys[1], &[])[0], "claimed");
     for key in keys {
-        assert_eq!(complete_own(&mut con, key, TOKEN, own, claim_len, b"w")[0], "1");
+        assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"w")[0], "1");
         assert_eq!(read(&mut con, key)[0], "completed");
     }
     let message = pubsub.get_message().unwrap();
