@@ -29,27 +29,10 @@ where
 }
 
 /// The 64 lowercase hex digits of a SHA-256 digest, written into an array first: one
-/// allocation of the exact size, and no per-character capacity check. Each byte's two
-/// digits come from one table entry (half the lookups and shifts of a digit at a time).
+/// allocation of the exact size, and no per-character capacity check.
 fn to_lower_hex(digest: &[u8; 32]) -> Box<str> {
-    let mut text = [0u8; 64];
-    for (pair, &byte) in text.chunks_exact_mut(2).zip(digest) {
-        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
-    }
-    Box::from(std::str::from_utf8(&text).expect("hex digits are ASCII"))
+    Box::from(crate::hex::write_lower(digest, &mut [0u8; 64]))
 }
-
-/// The two lowercase hex digits of every byte.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut pairs = [[0u8; 2]; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
-        byte += 1;
-    }
-    pairs
-};
 
 /// The name under which an executor stores an operation: a hash of the caller's
 /// idempotency key, never the key itself.
@@ -199,11 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn every_byte_is_written_as_its_two_lowercase_hex_digits() {
-        for byte in 0..=255u8 {
-            let pair = HEX_PAIRS[usize::from(byte)];
-            assert_eq!(std::str::from_utf8(&pair).unwrap(), format!("{byte:02x}"));
-        }
+    fn a_digest_is_written_as_its_lowercase_hex_digits() {
         let digest: [u8; 32] = std::array::from_fn(|i| (i * 8 + 7) as u8);
         let expected: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
         assert_eq!(&*to_lower_hex(&digest), expected);

@@ -63,6 +63,7 @@ mod body;
 mod claim;
 mod error;
 mod exec;
+mod hex;
 #[cfg(feature = "http")]
 mod http;
 mod key;

@@ -38,10 +38,8 @@ impl ClaimToken {
 
 impl fmt::Display for ClaimToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        // Every claim and completion of a backend that stores text writes its token.
+        f.write_str(crate::hex::write_lower(&self.0, &mut [0u8; 32]))
     }
 }
 

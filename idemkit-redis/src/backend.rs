@@ -12,6 +12,7 @@ use redis::{Cmd, Value};
 use crate::claim_fields::ClaimFields;
 use crate::commands::{Commands, fcall};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
+use crate::digits::{padded, push_padded};
 use crate::error::{Cause, RedisError};
 use crate::headers;
 use crate::layout::Layout;
@@ -128,7 +129,7 @@ const COMPLETED: &[u8] = b"ik2d";
 /// A duration in microseconds as the 16 digits a record stores it in (see
 /// `scripts/library.lua`; [`micros`] keeps it below 10^16).
 fn digits16(number: u64) -> String {
-    format!("{number:016}")
+    padded(number, 16)
 }
 
 /// The time to live of a key whose record is gone `micros` from now: in milliseconds,
@@ -461,14 +462,15 @@ impl Inner {
         expires_after: Duration,
     ) -> Result<bool, Error> {
         let ttl = micros(expires_after);
-        let ttl_and_status = format!("{}{}", digits16(ttl), response.status);
+        let mut ttl_and_status = digits16(ttl);
+        push_padded(&mut ttl_and_status, u64::from(response.status), 3);
         let headers = headers::encode(
             response
                 .headers
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_ref())),
         );
-        let headers_len = format!("{:010}", headers.len());
+        let headers_len = padded(headers.len() as u64, 10);
         let token_text = token.to_string();
         let mut headers_and_body = headers;
         headers_and_body.extend_from_slice(&response.body);

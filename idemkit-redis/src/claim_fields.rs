@@ -5,6 +5,7 @@
 
 use std::ops::Range;
 
+use crate::digits::push_padded;
 use crate::reply::layout;
 
 /// The first bytes of a claim the client writes itself (layout 3).
@@ -25,12 +26,16 @@ impl ClaimFields {
     /// The fields of a claim leased for `lease` and kept `kept` past it (microseconds,
     /// below 10^16), made by a request with `fingerprint` of `fingerprint_version`.
     pub(crate) fn new(lease: u64, kept: u64, fingerprint: &str, fingerprint_version: u32) -> Self {
-        let mut fields = format!(
-            "{lease:016}{kept:016}{:035}{fingerprint_version:010}{:010}{:010}",
-            0,
-            fingerprint.len(),
-            0
-        );
+        let mut fields =
+            String::with_capacity(layout::HEADER - layout::LEASE.start + fingerprint.len());
+        push_padded(&mut fields, lease, 16);
+        push_padded(&mut fields, kept, 16);
+        // No result yet: completed at, time to live, status.
+        push_padded(&mut fields, 0, 35);
+        push_padded(&mut fields, u64::from(fingerprint_version), 10);
+        push_padded(&mut fields, fingerprint.len() as u64, 10);
+        // No headers.
+        push_padded(&mut fields, 0, 10);
         fields.push_str(fingerprint);
         ClaimFields(fields)
     }
@@ -47,7 +52,7 @@ impl ClaimFields {
         let mut value = String::with_capacity(self.client_claim_len());
         value.push_str(CLIENT_CLAIM);
         value.push_str(token);
-        value.push_str(&format!("{expires_ms:016}"));
+        push_padded(&mut value, expires_ms, 16);
         value.push_str(&self.0);
         value
     }

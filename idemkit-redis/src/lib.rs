@@ -182,6 +182,7 @@ with_a_runtime! {
     mod claim_fields;
     mod commands;
     mod corrupt;
+    mod digits;
     mod error;
     mod headers;
     mod layout;
