@@ -689,9 +689,15 @@ fn paired_rounds(bench: &Bench<'_>) {
     );
     for round in 1..=rounds {
         // The order turns by one series each round, so that no series always runs first
-        // (after the previous round's last) or last.
+        // (after the previous round's last) or last; and every other round it runs
+        // backwards, so that no series always follows the same one (the reference's
+        // Python process, which starts and stops an interpreter around its batch, came
+        // just before ours in every round and slowed it).
         let mut order = SERIES;
         order.rotate_left((round - 1) % SERIES.len());
+        if round % 2 == 0 {
+            order.reverse();
+        }
         let batches: Vec<Batch> = order
             .iter()
             .filter_map(|series| bench.run(series))

@@ -60,7 +60,10 @@
 //!   versions of this crate on one server share whichever library was loaded last. Each
 //!   function reads the time with the server's `TIME`, and a claim's start is the
 //!   server's too: the clients' clocks never decide a lease. Fencing is the core's:
-//!   complete, release and renew act only for the claim token that holds the key.
+//!   complete, release and renew act only for the claim token that holds the key. A
+//!   backend keeps what its own claims wrote (at most 4,096 of them) until it completes,
+//!   releases or renews them, and hands a completion those parts of the record, so the
+//!   server only checks the claim and dates the result.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.

@@ -1,9 +1,9 @@
-//! The claims this process wrote itself (layout 3) and has not yet completed, released or
+//! The claims a backend wrote itself (layout 3) and has not yet completed, released or
 //! renewed, by token, with the fields each wrote.
 //!
 //! A completion of such a claim hands the server the completed record's parts that come
 //! from the claim (`idemkit_complete_own_claim`), so that the server checks the claim and
-//! dates the record, and cuts nothing out of it. A claim not found here (this process did
+//! dates the record, and cuts nothing out of it. A claim not found here (this backend did
 //! not write it, or it was forgotten) is completed by `idemkit_complete`, which reads
 //! them from the claim: the same record either way.
 
@@ -19,7 +19,7 @@ use crate::claim_fields::ClaimFields;
 /// their completions, if they come, take the general function.
 const CAPACITY: usize = 4_096;
 
-/// The fields of this process's own claims in flight, by token.
+/// The fields of a backend's own claims in flight, by token.
 #[derive(Debug, Default)]
 pub(crate) struct OwnClaims {
     by_token: Mutex<HashMap<ClaimToken, ClaimFields>>,
@@ -35,7 +35,7 @@ impl OwnClaims {
         by_token.insert(token.clone(), fields);
     }
 
-    /// The fields the claim `token` wrote, if it is one of this process's own claims;
+    /// The fields the claim `token` wrote, if it is one of this backend's own claims;
     /// forgotten here (a completion is sent once).
     pub(crate) fn take(&self, token: &ClaimToken) -> Option<ClaimFields> {
         self.by_token.lock().remove(token)

@@ -1106,7 +1106,8 @@ fn record_calls(raw: &mut redis::Connection) {
 /// A claim this backend wrote itself is completed by the function handed the parts it
 /// wrote (`idemkit_complete_own_claim`), into the record the general completion writes;
 /// a claim renewed, released, or written by another process takes the general one, and a
-/// claim renewed elsewhere (declined by the first) is still completed, by the second.
+/// claim renewed by another process, which the first declines, is completed by the
+/// general one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
     if !redis_harness::available() {

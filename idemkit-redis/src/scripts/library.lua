@@ -417,8 +417,8 @@ end
 -- fingerprint's version and length, the headers' length, the fingerprint: the claim's
 -- length less its header plus these fixed fields, so that its length is checked
 -- without reading a number); the headers and body; the key's time to live (ms, rounded
--- up). Reply: as complete's; or nil when the key holds a claim of layout 2 (a renewal
--- rewrites a client's claim in it), which only complete judges.
+-- up). Reply: as complete's; or nil when the key holds this token's claim in layout 2 (a
+-- renewal rewrites a client's claim in it), which only complete judges.
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local found = redis.pcall('GET', key)
@@ -428,9 +428,11 @@ local function complete_own_claim(keys, args)
   end
   local head = string.sub(found, 1, 4)
   if head ~= CLIENT_CLAIM and head ~= CLIENT_CLAIM_WATCHED then
-    if head == CLAIMED then
+    if head == CLAIMED and #args[1] == 32 and string.find(found, args[1], 5, true) == 5 then
+      -- This client's claim, renewed: complete judges it.
       return false
     end
+    -- Completed, taken over, or not a record: not this client's claim any more.
     return -clock()
   end
   if not client_claim_held(found, HEADER - RESULT_FIELDS + #args[3], args[1]) then

@@ -1048,6 +1048,20 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         "a completed record is not declined but refused"
     );
 
+    // Lapsed and taken over by another claim (in layout 2): refused at once, not
+    // declined, and the new claim is untouched.
+    let key = "scripts:{own-taken-over}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, "1000", GRACE_US), None);
+    sleep(Duration::from_millis(20));
+    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "reclaimed");
+    let taken: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(&taken[..4], b"ik2c");
+    let late = ("1000", GRACE_US);
+    assert_eq!(complete_own(&mut con, key, TOKEN, late, fp, b"late")[0], "0");
+    let unchanged: Vec<u8> = con.get(key).unwrap();
+    assert_eq!(unchanged, taken);
+
     // A waiter is told only if it watched.
     let mut listener = listener();
     let mut pubsub = listener.as_pubsub();
