@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idemkit_core::{
-    AsyncIdempotency, Backend, Claim, Decision, Fingerprint, Key, Policy, Response, RunError,
+    AsyncIdempotency, Backend, Claim, ClaimToken, Decision, Fingerprint, Key, Policy, Response,
+    RunError,
 };
 use idemkit_redis::{BuildError, CorruptRecord, EvictionCheck, RedisBackend, RedisError};
 use redis::Commands;
@@ -1103,6 +1104,20 @@ fn record_calls(raw: &mut redis::Connection) {
     let () = redis::cmd("SLOWLOG").arg("RESET").query(raw).unwrap();
 }
 
+/// Completes `token`'s claim of `key` on `backend` with a 201 `text/plain` response of
+/// `body`: whether it took effect.
+async fn completes(
+    backend: &RedisBackend,
+    key: &str,
+    token: &ClaimToken,
+    body: &'static str,
+) -> bool {
+    let response = Response::new(201, body).with_header("content-type", "text/plain");
+    Backend::complete(backend, key, token, Arc::new(response), LEASE)
+        .await
+        .unwrap()
+}
+
 /// A claim this backend wrote itself is completed by the function handed the parts it
 /// wrote (`idemkit_complete_own_claim`), into the record the general completion writes;
 /// a claim renewed, released, or written by another process takes the general one, and a
@@ -1122,9 +1137,6 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
         .await
         .unwrap();
     let mut raw = connection(&server);
-    let response = |body: &'static str| {
-        Arc::new(Response::new(201, body).with_header("content-type", "text/plain"))
-    };
     let replayed = |claim: Claim| match claim {
         Claim::Completed(record) => {
             assert!(record.same_request());
@@ -1142,11 +1154,7 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
     // Its own claim: one function, the parts handed over.
     let token = support::claim_new(&backend, "own").await;
     record_calls(&mut raw);
-    assert!(
-        Backend::complete(&backend, "own", &token, response("own"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(completes(&backend, "own", &token, "own").await);
     assert_eq!(functions_called(&mut raw), [own]);
     let own_record = replayed(
         Backend::claim(&backend, "own", "fp", 1, LEASE)
@@ -1160,11 +1168,7 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
     // the same record.
     let token = support::claim_new(&elsewhere, "general").await;
     record_calls(&mut raw);
-    assert!(
-        Backend::complete(&backend, "general", &token, response("own"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(completes(&backend, "general", &token, "own").await);
     assert_eq!(functions_called(&mut raw), [general]);
     let general_record = replayed(
         Backend::claim(&backend, "general", "fp", 1, LEASE)
@@ -1188,11 +1192,7 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
             .unwrap()
     );
     record_calls(&mut raw);
-    assert!(
-        Backend::complete(&backend, "renewed", &token, response("r"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(completes(&backend, "renewed", &token, "r").await);
     assert_eq!(functions_called(&mut raw), [general]);
 
     // Renewed by another process holding its token: declined, then completed by the
@@ -1204,11 +1204,7 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
             .unwrap()
     );
     record_calls(&mut raw);
-    assert!(
-        Backend::complete(&backend, "renewed-elsewhere", &token, response("e"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(completes(&backend, "renewed-elsewhere", &token, "e").await);
     assert_eq!(functions_called(&mut raw), [own, general]);
     let record = replayed(
         Backend::claim(&backend, "renewed-elsewhere", "fp", 1, LEASE)
@@ -1226,17 +1222,9 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
     );
     let again = support::claim_new(&backend, "released").await;
     record_calls(&mut raw);
-    assert!(
-        !Backend::complete(&backend, "released", &token, response("late"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(!completes(&backend, "released", &token, "late").await);
     assert_eq!(functions_called(&mut raw), [general]);
     // And the new claim's own completion is not disturbed by it.
-    assert!(
-        Backend::complete(&backend, "released", &again, response("new"), LEASE)
-            .await
-            .unwrap()
-    );
+    assert!(completes(&backend, "released", &again, "new").await);
     assert_eq!(functions_called(&mut raw), [general, own]);
 }

@@ -690,6 +690,15 @@ fn listener() -> Connection {
     listener
 }
 
+/// The next message a subscriber gets: its channel and its payload.
+fn next_message(pubsub: &mut redis::PubSub<'_>) -> (String, String) {
+    let message = pubsub.get_message().unwrap();
+    (
+        message.get_channel_name().to_string(),
+        message.get_payload().unwrap(),
+    )
+}
+
 #[test]
 fn complete_release_and_reclaim_wake_the_keys_channel() {
     let Some(mut con) = connect() else { return };
@@ -712,15 +721,7 @@ fn complete_release_and_reclaim_wake_the_keys_channel() {
     claim(&mut con, keys[2], OTHER, LEASE_US, GRACE_US);
     // A fresh claim and a renewal have no one to wake: they publish nothing, so the
     // next three messages are exactly these.
-    let seen: Vec<(String, String)> = (0..3)
-        .map(|_| {
-            let message = pubsub.get_message().unwrap();
-            (
-                message.get_channel_name().to_string(),
-                message.get_payload().unwrap(),
-            )
-        })
-        .collect();
+    let seen: Vec<(String, String)> = (0..3).map(|_| next_message(&mut pubsub)).collect();
     assert_eq!(
         seen,
         [
@@ -759,12 +760,8 @@ fn a_client_claim_publishes_its_completion_only_once_watched() {
     assert_eq!(complete(&mut con, keys[0], TOKEN, "1000000", b"a")[0], "1");
     assert_eq!(complete(&mut con, keys[1], OTHER, "1000000", b"b")[0], "0");
     assert_eq!(complete(&mut con, keys[1], TOKEN, "1000000", b"b")[0], "1");
-    let message = pubsub.get_message().unwrap();
     assert_eq!(
-        (
-            message.get_channel_name().to_string(),
-            message.get_payload::<String>().unwrap()
-        ),
+        next_message(&mut pubsub),
         (keys[1].to_string(), "completed".to_string()),
         "the unwatched completion published nothing"
     );
@@ -1076,12 +1073,8 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"w")[0], "1");
         assert_eq!(read(&mut con, key)[0], "completed");
     }
-    let message = pubsub.get_message().unwrap();
     assert_eq!(
-        (
-            message.get_channel_name().to_string(),
-            message.get_payload::<String>().unwrap()
-        ),
+        next_message(&mut pubsub),
         (keys[1].to_string(), "completed".to_string()),
         "the unwatched completion published nothing"
     );
