@@ -182,13 +182,6 @@ mod tests {
     }
 
     #[test]
-    fn a_digest_is_written_as_its_lowercase_hex_digits() {
-        let digest: [u8; 32] = std::array::from_fn(|i| (i * 8 + 7) as u8);
-        let expected: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        assert_eq!(&*to_lower_hex(&digest), expected);
-    }
-
-    #[test]
     fn text_is_64_lowercase_hex_digits_in_every_form() {
         let key = Key::new(["tenant", "raw-key"]);
         let text = key.as_str();

@@ -688,16 +688,16 @@ fn paired_rounds(bench: &Bench<'_>) {
         "\nredis_pairs, paired: {rounds} rounds of one {BATCH}-pair batch per series, back to back"
     );
     for round in 1..=rounds {
-        // The order turns by one series each round, so that no series always runs first
-        // (after the previous round's last) or last; and every other round it runs
-        // backwards, so that no series always follows the same one (the reference's
-        // Python process, which starts and stops an interpreter around its batch, came
-        // just before ours in every round and slowed it).
+        // Every other round runs the series backwards, so that no series always follows
+        // the same one (the reference's Python process, which starts and stops an
+        // interpreter around its batch, came just before ours in every round and slowed
+        // it); and the order turns by one series each round, so that in every 14 rounds
+        // each series runs first twice.
         let mut order = SERIES;
-        order.rotate_left((round - 1) % SERIES.len());
         if round % 2 == 0 {
             order.reverse();
         }
+        order.rotate_left((round - 1) % SERIES.len());
         let batches: Vec<Batch> = order
             .iter()
             .filter_map(|series| bench.run(series))

@@ -474,19 +474,11 @@ impl Inner {
         let token_text = token.to_string();
         let mut headers_and_body = headers;
         headers_and_body.extend_from_slice(&response.body);
-        if let Some(claim) = self.own_claims.take(token) {
-            // What the completed record holds after its time, up to its headers.
-            let result_fields = [
-                ttl_and_status.as_str(),
-                claim.fingerprint_sizes(),
-                &headers_len,
-                claim.fingerprint(),
-            ]
-            .concat();
+        if let Some(written) = self.own_claims.take(token) {
             let mut call = fcall(scripts::COMPLETE_OWN_CLAIM, storage_key);
             call.arg(&token_text)
-                .arg(claim.lease_and_kept())
-                .arg(result_fields)
+                .arg(written.lease_and_kept())
+                .arg(written.result_fields(&ttl_and_status, &headers_len))
                 .arg(&headers_and_body)
                 .arg(key_ttl_ms(ttl));
             let (value, trip) = self.call("complete", &call).await?;

@@ -9,7 +9,7 @@ use crate::digits::push_padded;
 use crate::reply::layout;
 
 /// The first bytes of a claim the client writes itself (layout 3).
-pub(crate) const CLIENT_CLAIM: &str = "ik3c";
+const CLIENT_CLAIM: &str = "ik3c";
 
 /// Where a field of a claim value sits in its [`ClaimFields`], which start at the lease.
 const fn in_fields(field: Range<usize>) -> Range<usize> {
@@ -26,6 +26,10 @@ impl ClaimFields {
     /// The fields of a claim leased for `lease` and kept `kept` past it (microseconds,
     /// below 10^16), made by a request with `fingerprint` of `fingerprint_version`.
     pub(crate) fn new(lease: u64, kept: u64, fingerprint: &str, fingerprint_version: u32) -> Self {
+        // A wider number would shift every field after it (the backend's `micros` keeps
+        // durations below 10^16; a fingerprint's length and a version fit in 10 digits).
+        debug_assert!(lease < 10_u64.pow(16) && kept < 10_u64.pow(16));
+        debug_assert!((fingerprint.len() as u64) < 10_u64.pow(10));
         let mut fields =
             String::with_capacity(layout::HEADER - layout::LEASE.start + fingerprint.len());
         push_padded(&mut fields, lease, 16);
@@ -70,13 +74,27 @@ impl ClaimFields {
 
     /// The fingerprint's version and length (10 digits each), which a completed record
     /// keeps.
-    pub(crate) fn fingerprint_sizes(&self) -> &str {
+    fn fingerprint_version_and_len(&self) -> &str {
         &self.0[in_fields(layout::FINGERPRINT_VERSION.start..layout::FINGERPRINT_LEN.end)]
     }
 
     /// The fingerprint.
-    pub(crate) fn fingerprint(&self) -> &str {
+    fn fingerprint(&self) -> &str {
         &self.0[layout::HEADER - layout::LEASE.start..]
+    }
+
+    /// What the record of this claim, completed, holds after its completion's time and
+    /// before its headers: `ttl_and_status` (the time to live, 16 digits, and the status,
+    /// 3), the fingerprint's version and length, `headers_len` (10 digits) and the
+    /// fingerprint. `idemkit_complete_own_claim` joins it after the two times.
+    pub(crate) fn result_fields(&self, ttl_and_status: &str, headers_len: &str) -> String {
+        [
+            ttl_and_status,
+            self.fingerprint_version_and_len(),
+            headers_len,
+            self.fingerprint(),
+        ]
+        .concat()
     }
 }
 
@@ -111,17 +129,51 @@ mod tests {
         );
         assert_eq!(
             &value[layout::FINGERPRINT_VERSION.start..layout::FINGERPRINT_LEN.end],
-            fields.fingerprint_sizes()
+            fields.fingerprint_version_and_len()
         );
         assert_eq!(fields.fingerprint(), "a fingerprint");
         assert_eq!(&value[layout::LEASE.start..], fields.as_str());
+    }
+
+    /// The completed record `idemkit_complete_own_claim` joins from these parts is one
+    /// the client reads back whole.
+    #[test]
+    fn the_parts_a_completion_is_handed_join_into_the_completed_record() {
+        let fields = ClaimFields::new(30_000_000, 61_000_001, "a fingerprint", 7);
+        let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
+        let result = fields.result_fields("0000000001000000201", &format!("{:010}", headers.len()));
+        let claimed_at = "0001700000000999";
+        let completed_at = "0001700000500000";
+        let mut value = format!(
+            "ik2d{TOKEN}{claimed_at}{}{completed_at}{result}",
+            fields.lease_and_kept()
+        )
+        .into_bytes();
+        value.extend_from_slice(&headers);
+        value.extend_from_slice(b"the body");
+        let stored = crate::reply::decode(bytes::Bytes::from(value), true)
+            .expect("a completed record")
+            .expect("decodable");
+        assert_eq!(stored.token.to_string(), TOKEN);
+        assert_eq!(stored.claimed_at, 1_700_000_000_999);
+        assert_eq!(stored.lease_until, 1_700_000_000_999 + 30_000_000);
+        assert_eq!(stored.gone_at, 1_700_000_500_000 + 1_000_000);
+        assert_eq!(
+            (stored.fingerprint.as_str(), stored.fingerprint_version),
+            ("a fingerprint", 7)
+        );
+        let result = stored.result.expect("completed");
+        assert_eq!(result.completed_at, 1_700_000_500_000);
+        assert_eq!(result.status, 201);
+        assert_eq!(&result.body[..], b"the body");
+        assert_eq!(result.headers, headers);
     }
 
     #[test]
     fn an_empty_fingerprint_is_an_empty_tail() {
         let fields = ClaimFields::new(1, 2, "", 0);
         assert_eq!(fields.fingerprint(), "");
-        assert_eq!(fields.fingerprint_sizes(), "00000000000000000000");
+        assert_eq!(fields.fingerprint_version_and_len(), "00000000000000000000");
         assert_eq!(fields.client_claim_len(), layout::HEADER);
     }
 }

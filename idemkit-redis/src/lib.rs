@@ -51,8 +51,9 @@
 //!   a record near its end, or anything it cannot replay, asks the claim function, which
 //!   judges by the server's `TIME`.
 //! - **One function per operation.** Claim (past a free key), complete, release and
-//!   renew are each one function of a Redis Functions library (Redis 7), atomic on the
-//!   server, called with `FCALL`. The library is loaded once per server, under the one
+//!   renew are each one call of a function of a Redis Functions library (Redis 7),
+//!   atomic on the server, called with `FCALL` (a completion that one function leaves to
+//!   the other, below, takes two). The library is loaded once per server, under the one
 //!   name `idemkit` (`FUNCTION LOAD REPLACE`: a newer version replaces the older,
 //!   `FUNCTION LIST` never grows), when a backend connects and finds another version or
 //!   none, and again, then the call resent once, when a server answers that it does not
@@ -60,10 +61,14 @@
 //!   versions of this crate on one server share whichever library was loaded last. Each
 //!   function reads the time with the server's `TIME`, and a claim's start is the
 //!   server's too: the clients' clocks never decide a lease. Fencing is the core's:
-//!   complete, release and renew act only for the claim token that holds the key. A
-//!   backend keeps what its own claims wrote (at most 4,096 of them) until it completes,
-//!   releases or renews them, and hands a completion those parts of the record, so the
-//!   server only checks the claim and dates the result.
+//!   complete, release and renew act only for the claim token that holds the key.
+//! - **A completion is handed its claim's parts.** A backend keeps the fields each claim
+//!   of its own plain `SET` wrote (its lease, how long its record is kept, its
+//!   fingerprint), for at most 4,096 claims in flight (all forgotten at once when full),
+//!   until it completes, releases or renews the claim. Its completion hands them to
+//!   `idemkit_complete_own_claim`, so the server only checks the claim and dates the
+//!   result; a claim renewed since is left to `idemkit_complete`, which cuts the same
+//!   parts out of the claim, as it does for every claim the backend does not hold.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.

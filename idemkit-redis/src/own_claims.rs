@@ -14,10 +14,15 @@ use parking_lot::Mutex;
 
 use crate::claim_fields::ClaimFields;
 
-/// How many claims are kept at most. A claim that is never completed nor released (its
-/// caller gave up on it) stays until the map is full, and then all are forgotten at once:
-/// their completions, if they come, take the general function.
+/// How many claims are kept at most. A claim that is never completed, released or
+/// renewed here (its caller gave up on it, or another backend completed it) stays until
+/// the map is full, and then all are forgotten at once: the completions of those still
+/// in flight take the general function, which gives the same record.
 const CAPACITY: usize = 4_096;
+
+/// The longest fields kept (the claim's fixed fields and its fingerprint): a claim with
+/// a longer fingerprint is not kept, so the map holds at most about 4 MiB of fields.
+const MAX_FIELDS_LEN: usize = 1_024;
 
 /// The fields of a backend's own claims in flight, by token.
 #[derive(Debug, Default)]
@@ -26,8 +31,12 @@ pub(crate) struct OwnClaims {
 }
 
 impl OwnClaims {
-    /// Keeps `fields`, what the claim `token` wrote.
+    /// Keeps `fields`, what the claim `token` wrote, unless they are longer than
+    /// [`MAX_FIELDS_LEN`].
     pub(crate) fn insert(&self, token: &ClaimToken, fields: ClaimFields) {
+        if fields.as_str().len() > MAX_FIELDS_LEN {
+            return;
+        }
         let mut by_token = self.by_token.lock();
         if by_token.len() >= CAPACITY {
             by_token.clear();
@@ -85,5 +94,15 @@ mod tests {
         }
         let last = (CAPACITY as u32) * 3 + 6;
         assert_eq!(own.take(&token(last)), Some(fields("fp")), "the newest is kept");
+    }
+
+    #[test]
+    fn a_claim_whose_fields_are_too_long_is_not_kept() {
+        let own = OwnClaims::default();
+        let longest = "f".repeat(MAX_FIELDS_LEN - fields("").as_str().len());
+        own.insert(&token(1), fields(&longest));
+        assert_eq!(own.take(&token(1)), Some(fields(&longest)));
+        own.insert(&token(2), fields(&format!("{longest}f")));
+        assert_eq!(own.take(&token(2)), None);
     }
 }

@@ -1213,6 +1213,26 @@ async fn a_claim_this_backend_wrote_is_completed_with_the_parts_it_wrote() {
     );
     assert_eq!(record.1, b"e");
 
+    // Won through the claim function (its lapsed claim reclaimed): not kept, so its
+    // completion takes the general function.
+    let lapsed = Duration::from_millis(1);
+    assert!(matches!(
+        Backend::claim(&backend, "reclaimed", "fp", 1, lapsed)
+            .await
+            .unwrap(),
+        Claim::New(_)
+    ));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let Claim::Reclaimed(token) = Backend::claim(&backend, "reclaimed", "fp", 1, LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("the lapsed claim was not reclaimed");
+    };
+    record_calls(&mut raw);
+    assert!(completes(&backend, "reclaimed", &token, "r").await);
+    assert_eq!(functions_called(&mut raw), [general]);
+
     // Released: forgotten, so a late completion is refused by the general function.
     let token = support::claim_new(&backend, "released").await;
     assert!(

@@ -43,9 +43,9 @@
 -- (a completion relies on it). A layout 3 claim whose key lost its expiry (`PERSIST` by
 -- hand) cannot be judged: it is not a record. Its state is 'c', or 'w' once a waiter
 -- watches it (see watch): only then does its completion publish. The client that wrote
--- a claim still holds what it wrote, and hands its completion the completed record's
--- parts (see complete_own_claim), so that the server only checks the claim and dates the
--- record.
+-- a claim usually still holds what it wrote when it completes it, and then hands the
+-- completion the completed record's parts (see complete_own_claim), so that the server
+-- only checks the claim and dates the record.
 --
 -- Layout 1, a hash (fields v='1', s, t, f, fv, ca, lu, ga, cd, st, h, b), is what the
 -- previous scripts wrote. It is still read: a record found in it is converted to layout 2
@@ -56,7 +56,8 @@
 -- Replies: the common answers are one integer (cheaper for the server to send than an
 -- array): a claim of a free key answers the server's time; complete, release and renew
 -- answer the server's time when they took effect and its negation when they did not
--- (the completion of a client's claim answers its time as the 16 digits of text).
+-- (the completion of a client's claim answers its time as the 16 digits of text, and
+-- complete_own_claim answers nil when it leaves the completion to complete).
 
 local VERSION = '__IDEMKIT_LIBRARY_VERSION__'
 
@@ -352,31 +353,20 @@ local function write_completed(key, value, claimed_at, now_text, args)
     .. string.sub(value, HEADER + 1) .. args[4], 'PX', args[5])
 end
 
--- The completion of a client's claim (layout 3, its first four bytes `head`) at `key`
--- has taken effect at `now_text`: a waiter is told if one watched it. Reply: the
--- server's time as text (no number is read out of `TIME` on the way).
-local function client_claim_completed(key, head, now_text)
-  if head == CLIENT_CLAIM_WATCHED then
-    redis.call('PUBLISH', key, 'completed')
-  end
-  return now_text
-end
-
--- Whether `value`, a client's claim of `length` bytes, holds `token` (32 hex digits)
--- where its token goes, found without copying it out. The length is what parse checks
--- of a claim: a claim cut short or run on is not held, whatever its token.
-local function client_claim_held(value, length, token)
-  return #value == length and #token == 32 and string.find(value, token, 5, true) == 5
-end
-
 -- The completion of a client's claim (layout 3, its first four bytes `head`) in `found`
 -- at `key`: its token holds it while its key lives (its record ends with its key, to the
 -- millisecond); its time is read from the key's expiry, without converting it first;
--- there is no one to tell unless a waiter watched it. Reply: as client_claim_completed,
--- or the server's time negated as a number.
+-- there is no one to tell unless a waiter watched it. Its length is checked as parse
+-- checks it (a claim cut short or run on is not held, whatever its token), and the token
+-- where it must be, found without copying it out. Reply: the server's time as text when
+-- it took effect (no number is read out of `TIME` on the way), else its negation as a
+-- number. (complete_own_claim does the same from parts its client hands it; each is
+-- written out whole, since a Lua function call more costs the server about 500
+-- instructions: bench/redis_instructions.py.)
 local function complete_client_claim(key, found, head, args)
   local fingerprint_len = tonumber(string.sub(found, 130, 139))
-  if not fingerprint_len or not client_claim_held(found, HEADER + fingerprint_len, args[1]) then
+  if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
+      or string.find(found, args[1], 5, true) ~= 5 then
     return -clock()
   end
   local claimed_at = client_claim_time(key, found)
@@ -385,7 +375,10 @@ local function complete_client_claim(key, found, head, args)
   end
   local now_text = clock_text()
   write_completed(key, found, claimed_at, now_text, args)
-  return client_claim_completed(key, head, now_text)
+  if head == CLIENT_CLAIM_WATCHED then
+    redis.call('PUBLISH', key, 'completed')
+  end
+  return now_text
 end
 
 -- Complete. args: token; time to live (16 digits, µs) and status (3 digits, 100-999);
@@ -417,8 +410,11 @@ end
 -- fingerprint's version and length, the headers' length, the fingerprint: the claim's
 -- length less its header plus these fixed fields, so that its length is checked
 -- without reading a number); the headers and body; the key's time to live (ms, rounded
--- up). Reply: as complete's; or nil when the key holds this token's claim in layout 2 (a
--- renewal rewrites a client's claim in it), which only complete judges.
+-- up). The parts are the client's: the token alone fences (only the client that drew
+-- it wrote a claim with it, and wrote these parts in it), the claim's bytes, length and
+-- expiry are checked as complete_client_claim checks them. Reply: as complete's for a
+-- client's claim; or nil when the key holds this token's claim in layout 2 (a renewal
+-- rewrites a client's claim in it), which only complete judges.
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local found = redis.pcall('GET', key)
@@ -427,19 +423,20 @@ local function complete_own_claim(keys, args)
     return -clock()
   end
   local head = string.sub(found, 1, 4)
+  local token = args[1]
   if head ~= CLIENT_CLAIM and head ~= CLIENT_CLAIM_WATCHED then
-    if head == CLAIMED and #args[1] == 32 and string.find(found, args[1], 5, true) == 5 then
+    if head == CLAIMED and #token == 32 and string.sub(found, 5, 36) == token then
       -- This client's claim, renewed: complete judges it.
-      return false
+      return nil
     end
     -- Completed, taken over, or not a record: not this client's claim any more.
     return -clock()
   end
-  if not client_claim_held(found, HEADER - RESULT_FIELDS + #args[3], args[1]) then
+  if #found ~= HEADER - RESULT_FIELDS + #args[3] or #token ~= 32
+      or string.find(found, token, 5, true) ~= 5 then
     return -clock()
   end
-  -- Dated as complete_client_claim dates it, written out here: a Lua function call
-  -- more costs the server about 500 instructions (bench/redis_instructions.py).
+  -- Dated as complete_client_claim dates it.
   local claimed_at = client_claim_time(key, found)
   if not claimed_at then
     return -clock()
@@ -447,9 +444,12 @@ local function complete_own_claim(keys, args)
   local now_text = clock_text()
   -- The record write_completed writes, its parts joined by the client.
   redis.call('SET', key,
-    COMPLETED .. args[1] .. claimed_at .. args[2] .. now_text .. args[3] .. args[4],
+    COMPLETED .. token .. claimed_at .. args[2] .. now_text .. args[3] .. args[4],
     'PX', args[5])
-  return client_claim_completed(key, head, now_text)
+  if head == CLIENT_CLAIM_WATCHED then
+    redis.call('PUBLISH', key, 'completed')
+  end
+  return now_text
 end
 
 -- Release. args: token.

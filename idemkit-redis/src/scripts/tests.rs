@@ -1080,6 +1080,38 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     );
 }
 
+/// `TIME`'s microseconds, one to six digits, are padded to six from a table: the
+/// library's own `clock_text`, run with every length of microseconds in turn (a server's
+/// clock gives fewer than six digits in only a tenth of its microseconds, so the other
+/// tests reach the table by chance).
+#[test]
+fn the_clock_is_sixteen_digits_for_microseconds_of_every_length() {
+    let Some(mut con) = connect() else { return };
+    let library = super::TEMPLATE;
+    let start = library
+        .find("local MICROS_PADDING")
+        .expect("the padding table");
+    let body = &library[start..];
+    let end = body.find("\nend\n").expect("the end of clock_text") + "\nend\n".len();
+    let clock_text = &body[..end];
+    assert!(clock_text.contains("local function clock_text()"));
+    let script = format!(
+        "local TIME = {{ARGV[1], ARGV[2]}}\n{}\nreturn clock_text()",
+        clock_text.replace("redis.call('TIME')", "TIME")
+    );
+    for micros in ["0", "7", "42", "123", "4567", "89012", "999999"] {
+        let text: String = redis::cmd("EVAL")
+            .arg(&script)
+            .arg(0)
+            .arg("1733456789")
+            .arg(micros)
+            .query(&mut con)
+            .unwrap();
+        let expected = format!("1733456789{:06}", micros.parse::<u32>().unwrap());
+        assert_eq!(text, expected, "{micros}");
+    }
+}
+
 /// A waiter's read marks a claim, a write: it still runs when the server is out of
 /// memory (`maxmemory` reached, `noeviction`), as the read it replaced did.
 #[test]
