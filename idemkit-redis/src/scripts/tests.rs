@@ -216,6 +216,16 @@ fn complete_own(
     fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
 }
 
+/// Writes `value` over what is at `key`, its expiry kept.
+fn set_keeping_ttl(con: &mut Connection, key: &str, value: &[u8]) {
+    let () = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .arg("KEEPTTL")
+        .query(con)
+        .unwrap();
+}
+
 fn complete(
     con: &mut Connection,
     key: &str,
@@ -911,19 +921,9 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     // A claim cut short (its fingerprint shorter than its length says) is not held,
     // whatever its token.
     let whole: Vec<u8> = con.get(key).unwrap();
-    let () = redis::cmd("SET")
-        .arg(key)
-        .arg(&whole[..whole.len() - 1])
-        .arg("KEEPTTL")
-        .query(&mut con)
-        .unwrap();
+    set_keeping_ttl(&mut con, key, &whole[..whole.len() - 1]);
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"x")[0], "0");
-    let () = redis::cmd("SET")
-        .arg(key)
-        .arg(&whole)
-        .arg("KEEPTTL")
-        .query(&mut con)
-        .unwrap();
+    set_keeping_ttl(&mut con, key, &whole);
     assert_eq!(release(&mut con, key, OTHER)[0], "0");
     assert_eq!(release(&mut con, key, TOKEN)[0], "1");
     assert_eq!(client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US), None);
@@ -1000,19 +1000,9 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         assert_eq!(refused[0], "0", "{other_length}");
     }
     let whole: Vec<u8> = con.get(key).unwrap();
-    let () = redis::cmd("SET")
-        .arg(key)
-        .arg(&whole[..whole.len() - 1])
-        .arg("KEEPTTL")
-        .query(&mut con)
-        .unwrap();
+    set_keeping_ttl(&mut con, key, &whole[..whole.len() - 1]);
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
-    let () = redis::cmd("SET")
-        .arg(key)
-        .arg(&whole)
-        .arg("KEEPTTL")
-        .query(&mut con)
-        .unwrap();
+    set_keeping_ttl(&mut con, key, &whole);
     // Its key's expiry removed: not a record.
     let _: bool = con.persist(key).unwrap();
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
