@@ -64,10 +64,10 @@
 //!   complete, release and renew act only for the claim token that holds the key.
 //! - **A completion is handed its claim's parts.** A backend keeps the fields each claim
 //!   of its own plain `SET` wrote (its lease, how long its record is kept, its
-//!   fingerprint), for at most 4,096 claims in flight (all forgotten at once when full),
-//!   until it completes, releases or renews the claim. Its completion hands them to
-//!   `idemkit_complete_own_claim`, so the server only checks the claim and dates the
-//!   result; a claim renewed since is left to `idemkit_complete`, which cuts the same
+//!   fingerprint; at most 1 KiB of them), for at most 4,096 claims in flight (all
+//!   forgotten at once when full), until it completes, releases or renews the claim.
+//!   Its completion hands them to `idemkit_complete_own_claim`, so the server only
+//!   checks the claim and dates the result; a claim renewed since is left to `idemkit_complete`, which cuts the same
 //!   parts out of the claim, as it does for every claim the backend does not hold.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer

@@ -361,8 +361,8 @@ end
 -- where it must be, found without copying it out. Reply: the server's time as text when
 -- it took effect (no number is read out of `TIME` on the way), else its negation as a
 -- number. (complete_own_claim does the same from parts its client hands it; each is
--- written out whole, since a Lua function call more costs the server about 500
--- instructions: bench/redis_instructions.py.)
+-- written out whole, since every Lua function call costs the server a few hundred
+-- instructions: bench/redis_instructions.py, BENCHMARKS.md run H.)
 local function complete_client_claim(key, found, head, args)
   local fingerprint_len = tonumber(string.sub(found, 130, 139))
   if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
@@ -410,11 +410,13 @@ end
 -- fingerprint's version and length, the headers' length, the fingerprint: the claim's
 -- length less its header plus these fixed fields, so that its length is checked
 -- without reading a number); the headers and body; the key's time to live (ms, rounded
--- up). The parts are the client's: the token alone fences (only the client that drew
--- it wrote a claim with it, and wrote these parts in it), the claim's bytes, length and
--- expiry are checked as complete_client_claim checks them. Reply: as complete's for a
--- client's claim; or nil when the key holds this token's claim in layout 2 (a renewal
--- rewrites a client's claim in it), which only complete judges.
+-- up). The parts are the client's, and the token alone fences: only the client that
+-- drew it wrote a claim with it, and wrote these parts in it. Of the claim, its first
+-- bytes, its token in place, its whole length (against the parts' own: a claim cut
+-- short or run on is not held) and its key's expiry are checked. Reply: as complete's
+-- for a client's claim; or nil when the key holds this token's claim in layout 2 (a
+-- renewal rewrites a client's claim in it), which only complete judges. (Nil, not
+-- false: under RESP3 a false would reach the client as a boolean.)
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local found = redis.pcall('GET', key)
