@@ -62,7 +62,7 @@ impl ClaimFields {
     }
 
     /// The length of [`client_claim`](Self::client_claim)'s value.
-    pub(crate) fn client_claim_len(&self) -> usize {
+    fn client_claim_len(&self) -> usize {
         layout::LEASE.start + self.0.len()
     }
 

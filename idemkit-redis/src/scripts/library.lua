@@ -160,7 +160,7 @@ local function from_layout_1(key)
   if not status or status < 100 then
     return nil, 'a status out of range'
   end
-  return LAYOUT .. 'd' .. head .. digits16(0) .. digits16(completed_at)
+  return COMPLETED .. head .. digits16(0) .. digits16(completed_at)
     .. digits16(gone_at - completed_at) .. string.format('%03d', status) .. tail
     .. string.format('%010d', #f[11]) .. f[4] .. f[11] .. f[12]
 end
