@@ -14,11 +14,13 @@ Series:
   claim         the plain `SET` that writes a client's claim (each series' first half)
   general       `idemkit_complete`, which cuts the completed record's parts out of the claim
   own_claim     `idemkit_complete_own_claim`, handed those parts by the client that wrote it
-  minimum       a function running only `TIME`, `GET`, `PEXPIRETIME` and `SET ... PX`
+  minimum       a function running only `PEXPIRETIME`, `TIME` and `SET ... PX ... GET`
                 (the bench's `plain_claim_minimum` completion): this design's floor
   trivial       a function that returns 1: what any `FCALL` costs
   before_*      with --before LIBRARY: `general` and `own_claim` (if it has one) of another
-                checkout's library, loaded beside this one under other names
+                checkout's library, loaded beside this one under other names (an
+                `own_claim` handed no `PX`, as the function's first version was, if its
+                comment does not name one)
 
 Needs redis-server, valgrind (callgrind_control) and redis-py (`pip install redis`):
 
@@ -42,10 +44,9 @@ LIBRARY = os.path.join(HERE, "..", "idemkit-redis", "src", "scripts", "library.l
 
 ANCHORS = """#!lua name=idemkit_instructions
 redis.register_function('instructions_minimum', function(keys, args)
-  local time = redis.call('TIME')
-  redis.call('GET', keys[1])
   redis.call('PEXPIRETIME', keys[1])
-  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
+  local time = redis.call('TIME')
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end)
 redis.register_function('instructions_trivial', function() return 1 end)
@@ -91,7 +92,7 @@ def main():
     key_ttl = str(TTL_US // 1000 + 1)
     completed = ("ik2d" + TOKEN + "0" * 16 + fields[:32] + "0" * 16 + result_fields).encode()
     general_args = [TOKEN, ttl_and_status, headers_len, HEADERS + BODY, key_ttl]
-    own_args = [TOKEN, fields[:32], result_fields, HEADERS + BODY, key_ttl]
+    own_args = [TOKEN, str(expires), fields[:32], result_fields, HEADERS + BODY, key_ttl]
     series = {
         "general": ("idemkit_complete", general_args),
         "own_claim": ("idemkit_complete_own_claim", own_args),
@@ -101,8 +102,11 @@ def main():
     if options.before:
         before = library(options.before, "before", rename="before")
         series["before_general"] = ("before_complete", general_args)
-        if "complete_own_claim" in before:
+        if "the `PX` the claim was sent with" in before:
             series["before_own_claim"] = ("before_complete_own_claim", own_args)
+        elif "complete_own_claim" in before:
+            first_args = own_args[:1] + own_args[2:]
+            series["before_own_claim"] = ("before_complete_own_claim", first_args)
 
     workdir = tempfile.mkdtemp(prefix="redis-instructions-")
     port = free_port()

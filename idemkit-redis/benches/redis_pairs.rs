@@ -21,9 +21,10 @@
 //!   (`TIME`, `GET`, `SET XX PX`, `PUBLISH`), from the same 64 tasks: what any Functions
 //!   backend costs the server before its own logic;
 //! - `plain_claim_minimum`: the commands our backend's design cannot do without: the claim
-//!   one plain `SET key <claim> NX PX GET`, the completion a function running `TIME`,
-//!   `GET`, `PEXPIRETIME` (the claim's time) and `SET XX PX` (no `PUBLISH`: no one
-//!   watches), from the same 64 tasks: ours before any check, fencing or layout work.
+//!   one plain `SET key <claim> NX PX GET`, the completion a function running
+//!   `PEXPIRETIME` (the claim's time), `TIME` and `SET XX PX GET` (the completed record
+//!   in, the claim out to be checked; no `PUBLISH`: no one watches), from the same 64
+//!   tasks: ours before any check, fencing or layout work.
 //!
 //! Every batch of every series also measures the server's CPU time (`used_cpu_sys` +
 //! `used_cpu_user` from `INFO cpu`, read before and after the batch) divided by its pairs:
@@ -330,10 +331,9 @@ redis.register_function('idemkit_bench_complete', function(keys, args)
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end)
 redis.register_function('idemkit_bench_complete_client_claim', function(keys, args)
-  local time = redis.call('TIME')
-  redis.call('GET', keys[1])
   redis.call('PEXPIRETIME', keys[1])
-  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
+  local time = redis.call('TIME')
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end)";
 

@@ -16,7 +16,7 @@ use crate::digits::{padded, push_padded};
 use crate::error::{Cause, RedisError};
 use crate::headers;
 use crate::layout::Layout;
-use crate::own_claims::OwnClaims;
+use crate::own_claims::{OwnClaims, WrittenClaim};
 use crate::record::to_record;
 use crate::releases::PendingReleases;
 use crate::reply::{self, ClaimReply, Decoded, ReadReply, Stored, Undecodable};
@@ -305,7 +305,13 @@ impl Inner {
             FirstTry::Won => {
                 // Kept before the write is confirmed to replicas: a claim that fails
                 // there is released, which forgets it.
-                self.own_claims.insert(token, written);
+                self.own_claims.insert(
+                    token,
+                    WrittenClaim {
+                        fields: written,
+                        expires_ms: expires,
+                    },
+                );
                 self.replicate("claim", &storage_key).await?;
                 return Ok(Claim::New(token.clone()));
             }
@@ -477,8 +483,9 @@ impl Inner {
         if let Some(written) = self.own_claims.take(token) {
             let mut call = fcall(scripts::COMPLETE_OWN_CLAIM, storage_key);
             call.arg(&token_text)
-                .arg(written.lease_and_kept())
-                .arg(written.result_fields(&ttl_and_status, &headers_len))
+                .arg(written.expires_ms)
+                .arg(written.fields.lease_and_kept())
+                .arg(written.fields.result_fields(&ttl_and_status, &headers_len))
                 .arg(&headers_and_body)
                 .arg(key_ttl_ms(ttl));
             let (value, trip) = self.call("complete", &call).await?;

@@ -67,8 +67,12 @@
 //!   fingerprint; at most 1 KiB of them), for at most 4,096 claims in flight (all
 //!   forgotten at once when full), until it completes, releases or renews the claim.
 //!   Its completion hands them to `idemkit_complete_own_claim`, so the server only
-//!   checks the claim and dates the result; a claim renewed since is left to `idemkit_complete`, which cuts the same
-//!   parts out of the claim, as it does for every claim the backend does not hold.
+//!   checks the claim and dates the result. That function writes the record first
+//!   (`SET ... GET`) and checks the claim it replaced after, putting back anything
+//!   that was not this claim exactly as it was, expiry included: one command fewer
+//!   for the completion that almost always finds its claim. A claim renewed since is
+//!   left to `idemkit_complete`, which cuts the same parts out of the claim, as it
+//!   does for every claim the backend does not hold.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.

@@ -1,5 +1,5 @@
 //! The claims a backend wrote itself (layout 3) and has not yet completed, released or
-//! renewed, by token, with the fields each wrote.
+//! renewed, by token, with what each wrote.
 //!
 //! A completion of such a claim hands the server the completed record's parts that come
 //! from the claim (`idemkit_complete_own_claim`), so that the server checks the claim and
@@ -24,29 +24,40 @@ const CAPACITY: usize = 4_096;
 /// a longer fingerprint is not kept, so the map holds at most about 4 MiB of fields.
 const MAX_FIELDS_LEN: usize = 1_024;
 
-/// The fields of a backend's own claims in flight, by token.
+/// What one of a backend's own claims wrote: its fields after its time, and in place of
+/// its time the `PX` it was sent with, which the server dates it by (its key's expiry
+/// less this).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WrittenClaim {
+    /// The claim's fields after its time.
+    pub(crate) fields: ClaimFields,
+    /// The claim's `PX`, in milliseconds.
+    pub(crate) expires_ms: u64,
+}
+
+/// What a backend's own claims in flight wrote, by token.
 #[derive(Debug, Default)]
 pub(crate) struct OwnClaims {
-    by_token: Mutex<HashMap<ClaimToken, ClaimFields>>,
+    by_token: Mutex<HashMap<ClaimToken, WrittenClaim>>,
 }
 
 impl OwnClaims {
-    /// Keeps `fields`, what the claim `token` wrote, unless they are longer than
+    /// Keeps `written`, what the claim `token` wrote, unless its fields are longer than
     /// [`MAX_FIELDS_LEN`].
-    pub(crate) fn insert(&self, token: &ClaimToken, fields: ClaimFields) {
-        if fields.as_str().len() > MAX_FIELDS_LEN {
+    pub(crate) fn insert(&self, token: &ClaimToken, written: WrittenClaim) {
+        if written.fields.as_str().len() > MAX_FIELDS_LEN {
             return;
         }
         let mut by_token = self.by_token.lock();
         if by_token.len() >= CAPACITY {
             by_token.clear();
         }
-        by_token.insert(token.clone(), fields);
+        by_token.insert(token.clone(), written);
     }
 
-    /// The fields the claim `token` wrote, if it is one of this backend's own claims;
-    /// forgotten here (a completion is sent once).
-    pub(crate) fn take(&self, token: &ClaimToken) -> Option<ClaimFields> {
+    /// What the claim `token` wrote, if it is one of this backend's own claims; forgotten
+    /// here (a completion is sent once).
+    pub(crate) fn take(&self, token: &ClaimToken) -> Option<WrittenClaim> {
         self.by_token.lock().remove(token)
     }
 
@@ -69,8 +80,11 @@ mod tests {
         ClaimToken::from_bytes(u128::from(n).to_be_bytes())
     }
 
-    fn fields(fingerprint: &str) -> ClaimFields {
-        ClaimFields::new(1, 2, fingerprint, 1)
+    fn fields(fingerprint: &str) -> WrittenClaim {
+        WrittenClaim {
+            fields: ClaimFields::new(1, 2, fingerprint, 1),
+            expires_ms: 3,
+        }
     }
 
     #[test]
@@ -99,7 +113,7 @@ mod tests {
     #[test]
     fn a_claim_whose_fields_are_too_long_is_not_kept() {
         let own = OwnClaims::default();
-        let longest = "f".repeat(MAX_FIELDS_LEN - fields("").as_str().len());
+        let longest = "f".repeat(MAX_FIELDS_LEN - fields("").fields.as_str().len());
         own.insert(&token(1), fields(&longest));
         assert_eq!(own.take(&token(1)), Some(fields(&longest)));
         own.insert(&token(2), fields(&format!("{longest}f")));

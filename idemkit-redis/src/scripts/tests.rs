@@ -205,15 +205,24 @@ fn complete_own(
     );
     let mut headers_and_body = headers;
     headers_and_body.extend_from_slice(body);
+    let claim_px = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
     let key_ttl = key_ttl(1_000_000);
-    let args: [&[u8]; 5] = [
+    let args: [&[u8]; 6] = [
         token.as_bytes(),
+        claim_px.as_bytes(),
         kept.as_bytes(),
         result_fields.as_bytes(),
         &headers_and_body,
         key_ttl.as_bytes(),
     ];
     fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
+}
+
+/// The value at `key` and its expiry (`PEXPIRETIME`: -1 for none, -2 for no key).
+fn value_and_expiry(con: &mut Connection, key: &str) -> (Option<Vec<u8>>, i64) {
+    let value = con.get(key).unwrap();
+    let expiry = redis::cmd("PEXPIRETIME").arg(key).query(con).unwrap();
+    (value, expiry)
 }
 
 /// Writes `value` over what is at `key`, its expiry kept.
@@ -944,7 +953,8 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
 
 /// The completion of a client's claim by the client that wrote it, handed the completed
 /// record's parts: the same record as the general completion writes, fenced the same way
-/// (the whole token, the claim's length, its key's expiry), publishing only when
+/// (the whole token, the claim's length), putting back exactly what it refused (value
+/// and expiry), publishing only when
 /// watched; a claim renewed into layout 2 is left for the general completion.
 #[test]
 fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record() {
@@ -989,6 +999,7 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         "no claim at all"
     );
     assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let whole = value_and_expiry(&mut con, key);
     for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
         let refused = complete_own(&mut con, key, wrong, own, fp, b"x");
         assert_eq!(refused[0], "0", "{wrong:?}");
@@ -999,20 +1010,55 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         let refused = complete_own(&mut con, key, TOKEN, own, other_length, b"x");
         assert_eq!(refused[0], "0", "{other_length}");
     }
-    let whole: Vec<u8> = con.get(key).unwrap();
-    set_keeping_ttl(&mut con, key, &whole[..whole.len() - 1]);
+    assert_eq!(
+        value_and_expiry(&mut con, key),
+        whole,
+        "every refusal so far put back what it replaced, and its expiry"
+    );
+    let cut_short = &whole.0.as_ref().unwrap()[..whole.0.as_ref().unwrap().len() - 1];
+    set_keeping_ttl(&mut con, key, cut_short);
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
-    set_keeping_ttl(&mut con, key, &whole);
-    // Its key's expiry removed: not a record.
+    assert_eq!(con.get::<_, Vec<u8>>(key).unwrap(), cut_short);
+    set_keeping_ttl(&mut con, key, whole.0.as_ref().unwrap());
+    // Its key's expiry removed: not a claim of its layout, left to the general
+    // completion, which refuses it.
     let _: bool = con.persist(key).unwrap();
-    assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
-    let unchanged: Vec<u8> = con.get(key).unwrap();
-    assert_eq!(unchanged, whole, "nothing written by a refusal");
-    // Not a string.
+    let persisted = value_and_expiry(&mut con, key);
+    assert_eq!(persisted.1, -1);
+    assert_eq!(
+        complete_own(&mut con, key, TOKEN, own, fp, b"x"),
+        ["declined"]
+    );
+    assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"x")[0], "0");
+    assert_eq!(value_and_expiry(&mut con, key), persisted, "nothing written");
+    // Not a string: nothing written.
     let () = con.del(key).unwrap();
     let _: i64 = con.rpush(key, "x").unwrap();
+    let _: bool = con.pexpire(key, 60_000).unwrap();
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
+    assert_eq!(con.lrange::<_, Vec<String>>(key, 0, -1).unwrap(), ["x"]);
     let () = con.del(key).unwrap();
+    // Any other string with an expiry, a record or not, is put back as it was, its
+    // expiry to the millisecond (and one without is never written over).
+    for other in [
+        &b"not a record"[..],
+        b"ik3cthe claim of a client that wrote something else",
+        b"ik2d",
+    ] {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg(other)
+            .arg("PXAT")
+            .arg(4_102_444_800_123_u64)
+            .query(&mut con)
+            .unwrap();
+        let before = value_and_expiry(&mut con, key);
+        assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
+        assert_eq!(value_and_expiry(&mut con, key), before);
+    }
+    let () = con.del(key).unwrap();
+    assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
+    assert_eq!(value_and_expiry(&mut con, key), (None, -2), "no key written");
 
     // Renewed, so in layout 2: declined, changed nothing, and the general completion
     // completes it.
@@ -1022,18 +1068,23 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     assert_eq!(renew(&mut con, key, TOKEN, "90000000")[0], "1");
     let renewed: Vec<u8> = con.get(key).unwrap();
     assert_eq!(&renewed[..4], b"ik2c");
+    let renewed_expiry = value_and_expiry(&mut con, key).1;
     assert_eq!(
         complete_own(&mut con, key, TOKEN, own, fp, b"x"),
         ["declined"]
     );
-    let unchanged: Vec<u8> = con.get(key).unwrap();
-    assert_eq!(unchanged, renewed);
+    assert_eq!(
+        value_and_expiry(&mut con, key),
+        (Some(renewed), renewed_expiry)
+    );
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"ok")[0], "1");
+    let completed = value_and_expiry(&mut con, key);
     assert_eq!(
         complete_own(&mut con, key, TOKEN, own, fp, b"x")[0],
         "0",
         "a completed record is not declined but refused"
     );
+    assert_eq!(value_and_expiry(&mut con, key), completed);
 
     // Lapsed and taken over by another claim (in layout 2): refused at once, not
     // declined, and the new claim is untouched.
@@ -1042,12 +1093,11 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     assert_eq!(client_claim(&mut con, key, TOKEN, "1000", GRACE_US), None);
     sleep(Duration::from_millis(20));
     assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "reclaimed");
-    let taken: Vec<u8> = con.get(key).unwrap();
-    assert_eq!(&taken[..4], b"ik2c");
+    let taken = value_and_expiry(&mut con, key);
+    assert_eq!(&taken.0.as_ref().unwrap()[..4], b"ik2c");
     let late = ("1000", GRACE_US);
     assert_eq!(complete_own(&mut con, key, TOKEN, late, fp, b"late")[0], "0");
-    let unchanged: Vec<u8> = con.get(key).unwrap();
-    assert_eq!(unchanged, taken);
+    assert_eq!(value_and_expiry(&mut con, key), taken);
 
     // A waiter is told only if it watched.
     let mut listener = listener();
