@@ -29,7 +29,10 @@
 //! Every batch of every series also measures the server's CPU time (`used_cpu_sys` +
 //! `used_cpu_user` from `INFO cpu`, read before and after the batch) divided by its pairs:
 //! the server's microseconds per pair, the figure the issue sets its goal on (at most
-//! 10 us for ours).
+//! 10 us for ours). The series this process runs itself (all but the ceiling and Python)
+//! also measure the client's: the CPU time of this process's threads over the batch
+//! (`/proc/self/task/*/schedstat`), per pair. The server and the client share the
+//! machine's two cores, so a series' pairs per second follow the two together.
 //!
 //! Each criterion sample of each series runs one batch of a fixed number of pairs
 //! (`BATCH`), timed from the first request to the last reply (the ceiling's and Python's
@@ -70,13 +73,14 @@ const LEASE: Duration = Duration::from_secs(30);
 const TTL: Duration = Duration::from_secs(60);
 
 /// One batch of one series: its pairs, how long they took, and the server's CPU time
-/// over the batch.
+/// over the batch, and this process's (the client's) when the series runs in it.
 #[derive(Clone, Copy)]
 struct Batch {
     series: &'static str,
     pairs: u64,
     took: Duration,
     server_cpu: Duration,
+    client_cpu: Option<Duration>,
 }
 
 impl Batch {
@@ -87,6 +91,12 @@ impl Batch {
     /// The server's CPU microseconds per pair.
     fn server_us(&self) -> f64 {
         self.server_cpu.as_secs_f64() * 1e6 / self.pairs as f64
+    }
+
+    /// The client's CPU microseconds per pair (NaN where the client is another process).
+    fn client_us(&self) -> f64 {
+        self.client_cpu
+            .map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1e6 / self.pairs as f64)
     }
 }
 
@@ -106,17 +116,38 @@ fn server_cpu(server: &RedisServer) -> Duration {
     Duration::from_secs_f64(field("used_cpu_sys:") + field("used_cpu_user:"))
 }
 
+/// The CPU time of this process's threads so far: the sum of each live thread's time
+/// on a CPU (the first field of its `schedstat`, in nanoseconds). The bench's threads
+/// (its runtime's workers and its main thread) live through every batch.
+fn client_cpu() -> Duration {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+    let nanos: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
+}
+
 /// Runs one batch of `series` (`run` returns how long its pairs took), measuring the
-/// server's CPU time around it; records it and returns it.
-fn measured(server: &RedisServer, series: &'static str, run: impl FnOnce() -> Duration) -> Batch {
+/// server's CPU time around it, and the client's if `in_process` (the series' client
+/// is this process); records it and returns it.
+fn measured(
+    server: &RedisServer,
+    series: &'static str,
+    in_process: bool,
+    run: impl FnOnce() -> Duration,
+) -> Batch {
     let before = server_cpu(server);
+    let client_before = client_cpu();
     let took = run();
+    let client_cpu = in_process.then(|| client_cpu().saturating_sub(client_before));
     let server_cpu = server_cpu(server).saturating_sub(before);
     let batch = Batch {
         series,
         pairs: batch(),
         took,
         server_cpu,
+        client_cpu,
     };
     BATCHES.lock().unwrap().push(batch);
     batch
@@ -494,27 +525,27 @@ impl Bench<'_> {
     /// One batch of `series`, measured (`None` for the Python series without Python).
     fn run(&self, series: &'static str) -> Option<Batch> {
         let batch = match series {
-            "idemkit_redis" => measured(self.server, series, || {
+            "idemkit_redis" => measured(self.server, series, true, || {
                 idemkit_pairs(self.runtime, self.backend)
             }),
-            "anchor_trivial_fcall" => measured(self.server, series, || {
+            "anchor_trivial_fcall" => measured(self.server, series, true, || {
                 connection_pairs(self.runtime, self.connection, trivial_pair)
             }),
-            "floor_plain_commands" => measured(self.server, series, || {
+            "floor_plain_commands" => measured(self.server, series, true, || {
                 connection_pairs(self.runtime, self.connection, floor_pair)
             }),
-            "functions_minimum" => measured(self.server, series, || {
+            "functions_minimum" => measured(self.server, series, true, || {
                 connection_pairs(self.runtime, self.connection, functions_minimum_pair)
             }),
-            "plain_claim_minimum" => measured(self.server, series, || {
+            "plain_claim_minimum" => measured(self.server, series, true, || {
                 connection_pairs(self.runtime, self.connection, plain_claim_minimum_pair)
             }),
-            "redis_benchmark_ceiling" => {
-                measured(self.server, series, || ceiling_pairs(self.server, self.sha))
-            }
+            "redis_benchmark_ceiling" => measured(self.server, series, false, || {
+                ceiling_pairs(self.server, self.sha)
+            }),
             "python_reference" => {
                 let script = self.python?;
-                let mut batch = measured(self.server, series, || {
+                let mut batch = measured(self.server, series, false, || {
                     python_pairs(script, &self.server.url())
                 });
                 // The script warms up first (its scripts, its pool) with up to ten pairs
@@ -683,6 +714,10 @@ fn paired_rounds(bench: &Bench<'_>) {
         .ok()
         .and_then(|rounds| rounds.parse().ok())
         .unwrap_or(ROUNDS);
+    if rounds == 0 {
+        // `REDIS_PAIRS_ROUNDS=0`: criterion's figures only (as under a profiler).
+        return;
+    }
     let mut per_round: Vec<Vec<Batch>> = Vec::new();
     println!(
         "\nredis_pairs, paired: {rounds} rounds of one {BATCH}-pair batch per series, back to back"
@@ -705,11 +740,17 @@ fn paired_rounds(bench: &Bench<'_>) {
         let shown: Vec<String> = batches
             .iter()
             .map(|batch| {
+                let client = batch.client_us();
                 format!(
-                    "{} {:.0}/s {:.2}us",
+                    "{} {:.0}/s {:.2}us{}",
                     batch.series,
                     batch.per_second(),
-                    batch.server_us()
+                    batch.server_us(),
+                    if client.is_nan() {
+                        String::new()
+                    } else {
+                        format!(" (client {client:.2}us)")
+                    }
                 )
             })
             .collect();
@@ -729,8 +770,11 @@ fn paired_rounds(bench: &Bench<'_>) {
         (median(values), low, high)
     };
     println!(
-        "  {:<26} {:>30} {:>32}",
-        "series, median of rounds", "pairs/s (low..high)", "server us/pair (low..high)"
+        "  {:<26} {:>30} {:>32} {:>32}",
+        "series, median of rounds",
+        "pairs/s (low..high)",
+        "server us/pair (low..high)",
+        "client us/pair (low..high)"
     );
     for series in SERIES {
         let rates = of(series, Batch::per_second);
@@ -739,8 +783,18 @@ fn paired_rounds(bench: &Bench<'_>) {
         }
         let (rate, rate_low, rate_high) = spread(rates);
         let (us, us_low, us_high) = spread(of(series, Batch::server_us));
+        let client: Vec<f64> = of(series, Batch::client_us)
+            .into_iter()
+            .filter(|us| !us.is_nan())
+            .collect();
+        let client = if client.is_empty() {
+            format!("{:>32}", "-")
+        } else {
+            let (us, low, high) = spread(client);
+            format!("{us:>16.2} ({low:>6.2}..{high:<6.2})")
+        };
         println!(
-            "  {series:<26} {rate:>10.0} ({rate_low:>8.0}..{rate_high:<8.0}) {us:>12.2} ({us_low:>6.2}..{us_high:<6.2})"
+            "  {series:<26} {rate:>10.0} ({rate_low:>8.0}..{rate_high:<8.0}) {us:>12.2} ({us_low:>6.2}..{us_high:<6.2}) {client}"
         );
     }
     let ratios = |other: &str, figure: fn(&Batch) -> f64| -> Vec<f64> {
@@ -789,6 +843,12 @@ fn paired_rounds(bench: &Bench<'_>) {
             "plain_claim_minimum",
             Batch::server_us,
             "server us/pair",
+            "-",
+        ),
+        (
+            "plain_claim_minimum",
+            Batch::client_us,
+            "client us/pair",
             "-",
         ),
     ] {
