@@ -10,11 +10,12 @@ use idemkit_core::{Claim, ClaimToken, Error, Record, Response};
 use redis::{Cmd, Value};
 
 use crate::claim_fields::ClaimFields;
-use crate::commands::{Commands, fcall};
+use crate::commands::{Commands, NUMBER_LEN, fcall, fcall_with_room};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
-use crate::digits::{padded, push_padded};
+use crate::digits::{Padded, padded};
 use crate::error::{Cause, RedisError};
-use crate::headers;
+use crate::headers::{self, HeadersAndBody};
+use crate::joined_arg::JoinedArg;
 use crate::layout::Layout;
 use crate::own_claims::{OwnClaims, WrittenClaim};
 use crate::record::to_record;
@@ -296,7 +297,7 @@ impl Inner {
             .claim_free(
                 key,
                 &storage_key,
-                &written.client_claim(&token_text, expires),
+                &written.client_claim(&token_text, &Padded::new(expires, 16)),
                 expires,
                 (fingerprint, fingerprint_version),
             )
@@ -377,12 +378,14 @@ impl Inner {
         &self,
         key: &str,
         storage_key: &str,
-        value: &str,
+        value: &JoinedArg<'_, 4>,
         expires: u64,
         (fingerprint, fingerprint_version): (&str, u32),
     ) -> Result<FirstTry, Error> {
-        let mut set = redis::cmd("SET");
-        set.arg(storage_key)
+        // Room for all seven arguments, so that adding them does not grow the command.
+        let mut set = Cmd::with_capacity(7, 3 + storage_key.len() + value.len() + 7 + NUMBER_LEN);
+        set.arg("SET")
+            .arg(storage_key)
             .arg(value)
             .arg("NX")
             .arg("PX")
@@ -468,24 +471,38 @@ impl Inner {
         expires_after: Duration,
     ) -> Result<bool, Error> {
         let ttl = micros(expires_after);
-        let mut ttl_and_status = digits16(ttl);
-        push_padded(&mut ttl_and_status, u64::from(response.status), 3);
-        let headers = headers::encode(
-            response
-                .headers
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_ref())),
-        );
-        let headers_len = padded(headers.len() as u64, 10);
+        let ttl_digits = Padded::new(ttl, 16);
+        let status = Padded::new(u64::from(response.status), 3);
+        let headers_len = headers::encoded_len(&response.headers);
+        let headers_len_digits = Padded::new(headers_len as u64, 10);
+        // Written straight into the command, as are the result fields.
+        let headers_and_body = HeadersAndBody {
+            headers: &response.headers,
+            body: &response.body,
+        };
+        let headers_and_body_len = headers_len + response.body.len();
         let token_text = token.to_string();
-        let mut headers_and_body = headers;
-        headers_and_body.extend_from_slice(&response.body);
         if let Some(written) = self.own_claims.take(token) {
-            let mut call = fcall(scripts::COMPLETE_OWN_CLAIM, storage_key);
+            let lease_and_kept = written.fields.lease_and_kept();
+            let result_fields =
+                written
+                    .fields
+                    .result_fields(&ttl_digits, &status, &headers_len_digits);
+            let mut call = fcall_with_room(
+                scripts::COMPLETE_OWN_CLAIM,
+                storage_key,
+                6,
+                token_text.len()
+                    + NUMBER_LEN
+                    + lease_and_kept.len()
+                    + result_fields.len()
+                    + headers_and_body_len
+                    + NUMBER_LEN,
+            );
             call.arg(&token_text)
                 .arg(written.expires_ms)
-                .arg(written.fields.lease_and_kept())
-                .arg(written.fields.result_fields(&ttl_and_status, &headers_len))
+                .arg(lease_and_kept)
+                .arg(&result_fields)
                 .arg(&headers_and_body)
                 .arg(key_ttl_ms(ttl));
             let (value, trip) = self.call("complete", &call).await?;
@@ -493,11 +510,21 @@ impl Inner {
                 return self.took_effect("complete", value, trip, storage_key).await;
             }
         }
-        let mut call = fcall(scripts::COMPLETE, storage_key);
+        let ttl_and_status = JoinedArg([ttl_digits.as_bytes(), status.as_bytes()]);
+        let mut call = fcall_with_room(
+            scripts::COMPLETE,
+            storage_key,
+            5,
+            token_text.len()
+                + ttl_and_status.len()
+                + headers_len_digits.as_bytes().len()
+                + headers_and_body_len
+                + NUMBER_LEN,
+        );
         call.arg(&token_text)
-            .arg(ttl_and_status)
-            .arg(headers_len)
-            .arg(headers_and_body)
+            .arg(&ttl_and_status)
+            .arg(headers_len_digits.as_bytes())
+            .arg(&headers_and_body)
             .arg(key_ttl_ms(ttl));
         self.write("complete", &call, storage_key).await
     }

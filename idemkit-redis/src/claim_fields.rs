@@ -5,7 +5,8 @@
 
 use std::ops::Range;
 
-use crate::digits::push_padded;
+use crate::digits::{Padded, push_padded};
+use crate::joined_arg::JoinedArg;
 use crate::reply::layout;
 
 /// The first bytes of a claim the client writes itself (layout 3).
@@ -15,6 +16,12 @@ const CLIENT_CLAIM: &str = "ik3c";
 const fn in_fields(field: Range<usize>) -> Range<usize> {
     field.start - layout::LEASE.start..field.end - layout::LEASE.start
 }
+
+/// A claim's completed at, time to live and status: none yet.
+const NO_RESULT: &str = "00000000000000000000000000000000000";
+
+/// A claim's headers length: none.
+const NO_HEADERS: &str = "0000000000";
 
 /// A claim's fields after its time: the lease and the time its record is kept past it, in
 /// microseconds, no result yet, the fingerprint's version and length, no headers, the
@@ -35,11 +42,10 @@ impl ClaimFields {
         push_padded(&mut fields, lease, 16);
         push_padded(&mut fields, kept, 16);
         // No result yet: completed at, time to live, status.
-        push_padded(&mut fields, 0, 35);
+        fields.push_str(NO_RESULT);
         push_padded(&mut fields, u64::from(fingerprint_version), 10);
         push_padded(&mut fields, fingerprint.len() as u64, 10);
-        // No headers.
-        push_padded(&mut fields, 0, 10);
+        fields.push_str(NO_HEADERS);
         fields.push_str(fingerprint);
         ClaimFields(fields)
     }
@@ -49,21 +55,22 @@ impl ClaimFields {
         &self.0
     }
 
-    /// The whole value of a claim the client writes itself (layout 3) with these fields:
-    /// [`CLIENT_CLAIM`], `token` (32 hex digits), and where layout 2 holds the claim's
-    /// time, the `PX` the claim is sent with (`expires_ms`, 16 digits).
-    pub(crate) fn client_claim(&self, token: &str, expires_ms: u64) -> String {
-        let mut value = String::with_capacity(self.client_claim_len());
-        value.push_str(CLIENT_CLAIM);
-        value.push_str(token);
-        push_padded(&mut value, expires_ms, 16);
-        value.push_str(&self.0);
-        value
-    }
-
-    /// The length of [`client_claim`](Self::client_claim)'s value.
-    fn client_claim_len(&self) -> usize {
-        layout::LEASE.start + self.0.len()
+    /// The whole value of a claim the client writes itself (layout 3) with these fields,
+    /// as one command argument: [`CLIENT_CLAIM`], `token` (32 hex digits), and where
+    /// layout 2 holds the claim's time, the `PX` the claim is sent with (`expires_ms`,
+    /// 16 digits: [`Padded::new`]`(expires_ms, 16)`).
+    pub(crate) fn client_claim<'a>(
+        &'a self,
+        token: &'a str,
+        expires_ms: &'a Padded,
+    ) -> JoinedArg<'a, 4> {
+        debug_assert_eq!(expires_ms.as_bytes().len(), 16);
+        JoinedArg([
+            CLIENT_CLAIM.as_bytes(),
+            token.as_bytes(),
+            expires_ms.as_bytes(),
+            self.0.as_bytes(),
+        ])
     }
 
     /// The lease and the time the record is kept past it: the 32 digits a completed
@@ -84,17 +91,22 @@ impl ClaimFields {
     }
 
     /// What the record of this claim, completed, holds after its completion's time and
-    /// before its headers: `ttl_and_status` (the time to live, 16 digits, and the status,
-    /// 3), the fingerprint's version and length, `headers_len` (10 digits) and the
-    /// fingerprint. `idemkit_complete_own_claim` joins it after the two times.
-    pub(crate) fn result_fields(&self, ttl_and_status: &str, headers_len: &str) -> String {
-        [
-            ttl_and_status,
-            self.fingerprint_version_and_len(),
-            headers_len,
-            self.fingerprint(),
-        ]
-        .concat()
+    /// before its headers, as one command argument: `ttl` (the time to live, 16 digits),
+    /// `status` (3), the fingerprint's version and length, `headers_len` (10 digits) and
+    /// the fingerprint. `idemkit_complete_own_claim` joins it after the two times.
+    pub(crate) fn result_fields<'a>(
+        &'a self,
+        ttl: &'a Padded,
+        status: &'a Padded,
+        headers_len: &'a Padded,
+    ) -> JoinedArg<'a, 5> {
+        JoinedArg([
+            ttl.as_bytes(),
+            status.as_bytes(),
+            self.fingerprint_version_and_len().as_bytes(),
+            headers_len.as_bytes(),
+            self.fingerprint().as_bytes(),
+        ])
     }
 }
 
@@ -102,13 +114,23 @@ impl ClaimFields {
 mod tests {
     use super::*;
 
+    use redis::ToRedisArgs;
+
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// The one argument `arg` writes, as text.
+    fn text(arg: &impl ToRedisArgs) -> String {
+        let [arg] = <[Vec<u8>; 1]>::try_from(arg.to_redis_args()).expect("one argument");
+        String::from_utf8(arg).expect("text")
+    }
 
     #[test]
     fn a_client_claim_is_layout_3_and_its_parts_are_where_the_layout_puts_them() {
         let fields = ClaimFields::new(30_000_000, 61_000_001, "a fingerprint", 7);
-        let value = fields.client_claim(TOKEN, 91_002);
-        assert_eq!(value.len(), fields.client_claim_len());
+        let expires = Padded::new(91_002, 16);
+        let claim = fields.client_claim(TOKEN, &expires);
+        let value = text(&claim);
+        assert_eq!(value.len(), claim.len());
         assert_eq!(value.len(), layout::HEADER + "a fingerprint".len());
         assert_eq!(&value[..4], CLIENT_CLAIM);
         assert_eq!(&value[layout::TOKEN], TOKEN);
@@ -141,7 +163,11 @@ mod tests {
     fn the_parts_a_completion_is_handed_join_into_the_completed_record() {
         let fields = ClaimFields::new(30_000_000, 61_000_001, "a fingerprint", 7);
         let headers = crate::headers::encode([("content-type", &b"text/plain"[..])]);
-        let result = fields.result_fields("0000000001000000201", &format!("{:010}", headers.len()));
+        let result = text(&fields.result_fields(
+            &Padded::new(1_000_000, 16),
+            &Padded::new(201, 3),
+            &Padded::new(headers.len() as u64, 10),
+        ));
         let claimed_at = "0001700000000999";
         let completed_at = "0001700000500000";
         let mut value = format!(
@@ -174,6 +200,9 @@ mod tests {
         let fields = ClaimFields::new(1, 2, "", 0);
         assert_eq!(fields.fingerprint(), "");
         assert_eq!(fields.fingerprint_version_and_len(), "00000000000000000000");
-        assert_eq!(fields.client_claim_len(), layout::HEADER);
+        assert_eq!(
+            fields.client_claim(TOKEN, &Padded::new(1, 16)).len(),
+            layout::HEADER
+        );
     }
 }

@@ -184,7 +184,20 @@ pub(crate) fn function_missing(error: &RedisError) -> bool {
 /// The start of an `FCALL` of `function` on the one key `key`; the caller adds the
 /// arguments.
 pub(crate) fn fcall(function: &str, key: &str) -> Cmd {
-    let mut call = redis::cmd("FCALL");
-    call.arg(function).arg(1).arg(key);
+    fcall_with_room(function, key, 0, 0)
+}
+
+/// The most bytes a number argument takes (a `u64`'s digits).
+pub(crate) const NUMBER_LEN: usize = 20;
+
+/// [`fcall`] with room for `args` more arguments of `bytes` bytes in all, so that adding
+/// them does not grow the command's buffers: a command starts empty and doubles as its
+/// arguments arrive, which took a completion's client a reallocation per argument.
+pub(crate) fn fcall_with_room(function: &str, key: &str, args: usize, bytes: usize) -> Cmd {
+    let mut call = Cmd::with_capacity(
+        4 + args,
+        "FCALL".len() + function.len() + 1 + key.len() + bytes,
+    );
+    call.arg("FCALL").arg(function).arg(1).arg(key);
     call
 }

@@ -2,24 +2,64 @@
 //! of `scripts/library.lua`), written without the formatting machinery: every claim and
 //! completion writes several, and `format!` costs more than the rest of building them.
 
+/// Zeros to pad a field wider than [`Padded`] holds with, a slice at a time.
+const ZEROS: &str = "0000000000000000000000000000000000000000";
+
+/// The most digits a [`Padded`] holds: a `u64`'s.
+const MAX_DIGITS: usize = 20;
+
+/// A number's decimal digits zero-padded to a width, on the stack: a record's number
+/// field, written into a value or a command without an allocation of its own.
+pub(crate) struct Padded {
+    digits: [u8; MAX_DIGITS],
+    start: usize,
+}
+
+impl Padded {
+    /// `number` zero-padded on the left to `width` digits, at most [`MAX_DIGITS`] (a
+    /// number with more digits than `width` is written whole).
+    pub(crate) fn new(number: u64, width: usize) -> Padded {
+        debug_assert!(width <= MAX_DIGITS, "{width} digits");
+        let mut digits = [b'0'; MAX_DIGITS];
+        let mut at = MAX_DIGITS;
+        let mut rest = number;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        Padded {
+            digits,
+            start: at.min(MAX_DIGITS - width.min(MAX_DIGITS)),
+        }
+    }
+
+    /// The digits.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+
+    /// The digits as text.
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("decimal digits are ASCII")
+    }
+}
+
 /// Appends `number` to `out` as decimal digits, zero-padded on the left to `width` (a
 /// number with more digits is written whole, as `format!("{number:0width$}")` writes it).
 pub(crate) fn push_padded(out: &mut String, number: u64, width: usize) {
-    let mut digits = [b'0'; 20];
-    let mut at = digits.len();
-    let mut rest = number;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
+    let field = Padded::new(number, width.min(MAX_DIGITS));
+    // Only a field wider than a `Padded` has zeros left to write.
+    let mut zeros = width.saturating_sub(field.as_bytes().len());
+    while zeros > 0 {
+        let slice = zeros.min(ZEROS.len());
+        out.push_str(&ZEROS[..slice]);
+        zeros -= slice;
     }
-    for _ in digits.len() - at..width {
-        out.push('0');
-    }
-    out.push_str(std::str::from_utf8(&digits[at..]).expect("decimal digits are ASCII"));
+    out.push_str(field.as_str());
 }
 
 /// `number` zero-padded to `width` digits, as [`push_padded`] writes it.
@@ -37,9 +77,18 @@ mod tests {
     fn numbers_are_written_as_format_writes_them() {
         let numbers = [0, 1, 9, 10, 999, 1_000, 123_456_789, u64::from(u32::MAX), u64::MAX];
         for number in numbers {
-            for width in [0, 1, 3, 10, 16, 20, 35] {
+            for width in [0, 1, 3, 10, 16, 20, 35, 40, 41, 100] {
                 assert_eq!(
                     padded(number, width),
+                    format!("{number:0width$}"),
+                    "{number} to {width}"
+                );
+            }
+        }
+        for number in numbers {
+            for width in 0..=MAX_DIGITS {
+                assert_eq!(
+                    Padded::new(number, width).as_str(),
                     format!("{number:0width$}"),
                     "{number} to {width}"
                 );

@@ -4,26 +4,76 @@
 //! length, the value (any bytes). No headers is the empty string. The client encodes and
 //! decodes; the scripts store the bytes as they are.
 
-use bytes::{BufMut, Bytes};
+use std::io::Write;
+
+use bytes::Bytes;
+use redis::{RedisWrite, ToRedisArgs};
 
 /// Stored header bytes that do not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MalformedHeaders;
 
-/// The stored form of `headers`.
+/// The stored form of `headers` (the tests' encoder: a completion writes it straight
+/// into its command, [`HeadersAndBody`]).
+#[cfg(test)]
 pub(crate) fn encode<'a>(headers: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
-    for (name, value) in headers {
-        put_part(&mut out, name.as_bytes());
-        put_part(&mut out, value);
-    }
+    write_stored(
+        headers
+            .into_iter()
+            .map(|(name, value)| (name.as_bytes(), value)),
+        |bytes| out.extend_from_slice(bytes),
+    );
     out
 }
 
-fn put_part(out: &mut Vec<u8>, part: &[u8]) {
-    // A header longer than 4 GiB cannot be held by Redis either (512 MB per value).
-    out.put_u32(part.len() as u32);
-    out.put_slice(part);
+/// Writes the stored form of `headers`, a piece at a time, with `write`.
+fn write_stored<'a>(
+    headers: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    mut write: impl FnMut(&[u8]),
+) {
+    for (name, value) in headers {
+        for part in [name, value] {
+            // A header longer than 4 GiB cannot be held by Redis either (512 MB per
+            // value).
+            write(&(part.len() as u32).to_be_bytes());
+            write(part);
+        }
+    }
+}
+
+/// The length of the stored form of `headers`.
+pub(crate) fn encoded_len(headers: &[(String, Bytes)]) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| 8 + name.len() + value.len())
+        .sum()
+}
+
+/// One command argument: the stored form of `headers` followed by `body`, as a
+/// completion sends them, written straight into the command (no buffer of its own).
+pub(crate) struct HeadersAndBody<'a> {
+    /// The response's headers.
+    pub(crate) headers: &'a [(String, Bytes)],
+    /// The response's body.
+    pub(crate) body: &'a [u8],
+}
+
+impl ToRedisArgs for HeadersAndBody<'_> {
+    fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        let mut arg = out.writer_for_next_arg();
+        let mut write = |bytes: &[u8]| {
+            arg.write_all(bytes)
+                .expect("a command's arguments are written to memory");
+        };
+        write_stored(
+            self.headers
+                .iter()
+                .map(|(name, value)| (name.as_bytes(), &value[..])),
+            &mut write,
+        );
+        write(self.body);
+    }
 }
 
 /// The headers stored in `blob`; values share its memory.
@@ -58,6 +108,33 @@ mod tests {
     fn round_trip(headers: &[(&str, &[u8])]) -> Vec<(String, Bytes)> {
         let blob = Bytes::from(encode(headers.iter().copied()));
         decode(&blob).unwrap()
+    }
+
+    #[test]
+    fn a_completions_argument_is_the_stored_headers_then_the_body() {
+        let headers = vec![
+            ("content-type".to_string(), Bytes::from_static(b"text/plain")),
+            ("x-empty".to_string(), Bytes::new()),
+            ("set-cookie".to_string(), Bytes::from_static(b"a=1")),
+        ];
+        let stored = encode(
+            headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_ref())),
+        );
+        assert_eq!(encoded_len(&headers), stored.len());
+        for body in [&b""[..], b"the body"] {
+            let arg = HeadersAndBody {
+                headers: &headers,
+                body,
+            };
+            assert_eq!(arg.to_redis_args(), [[&stored[..], body].concat()]);
+        }
+        let none = HeadersAndBody {
+            headers: &[],
+            body: b"",
+        };
+        assert_eq!(none.to_redis_args(), [Vec::<u8>::new()], "one empty argument");
     }
 
     #[test]

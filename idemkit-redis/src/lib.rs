@@ -197,6 +197,7 @@ with_a_runtime! {
     mod digits;
     mod error;
     mod headers;
+    mod joined_arg;
     mod layout;
     mod operator;
     mod own_claims;
