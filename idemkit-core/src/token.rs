@@ -34,12 +34,27 @@ impl ClaimToken {
     pub const fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
+
+    /// The token's text, as it prints (32 lowercase hex digits), written into `out`:
+    /// for a backend that stores text and writes a token on every claim and completion,
+    /// without allocating a `String` each time.
+    ///
+    /// ```
+    /// use idemkit_core::ClaimToken;
+    ///
+    /// let token = ClaimToken::from_bytes([0x0f; 16]);
+    /// let mut text = [0; 32];
+    /// assert_eq!(token.write_hex(&mut text), token.to_string());
+    /// ```
+    pub fn write_hex<'out>(&self, out: &'out mut [u8; 32]) -> &'out str {
+        crate::hex::write_lower(&self.0, out)
+    }
 }
 
 impl fmt::Display for ClaimToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Every claim and completion of a backend that stores text writes its token.
-        f.write_str(crate::hex::write_lower(&self.0, &mut [0u8; 32]))
+        f.write_str(self.write_hex(&mut [0u8; 32]))
     }
 }
 

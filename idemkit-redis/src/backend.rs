@@ -285,7 +285,8 @@ impl Inner {
         lease_ttl: Duration,
     ) -> Result<Claim, Error> {
         let storage_key = self.layout.storage_key(key);
-        let token_text = token.to_string();
+        let mut token_hex = [0; 32];
+        let token_text = token.write_hex(&mut token_hex);
         let (lease, grace) = (micros(lease_ttl), micros(self.reclaim_grace));
         let expires = key_ttl_ms(lease + grace);
         // The client's claim keeps its record until its key expires: the claim is made
@@ -297,7 +298,7 @@ impl Inner {
             .claim_free(
                 key,
                 &storage_key,
-                &written.client_claim(&token_text, &Padded::new(expires, 16)),
+                &written.client_claim(token_text, &Padded::new(expires, 16)),
                 expires,
                 (fingerprint, fingerprint_version),
             )
@@ -323,7 +324,7 @@ impl Inner {
         let mut replacing: Option<Undecodable> = None;
         for _ in 0..CLAIM_ATTEMPTS {
             let mut call = fcall(scripts::CLAIM, &storage_key);
-            call.arg(&token_text).arg(rest.as_str()).arg(expires);
+            call.arg(token_text).arg(rest.as_str()).arg(expires);
             match &replacing {
                 Some(undecodable) => call.arg(&undecodable.token[..]).arg(&undecodable.reason),
                 None => call.arg("").arg(""),
@@ -481,7 +482,8 @@ impl Inner {
             body: &response.body,
         };
         let headers_and_body_len = headers_len + response.body.len();
-        let token_text = token.to_string();
+        let mut token_hex = [0; 32];
+        let token_text = token.write_hex(&mut token_hex);
         if let Some(written) = self.own_claims.take(token) {
             let lease_and_kept = written.fields.lease_and_kept();
             let result_fields =
@@ -499,7 +501,7 @@ impl Inner {
                     + headers_and_body_len
                     + NUMBER_LEN,
             );
-            call.arg(&token_text)
+            call.arg(token_text)
                 .arg(written.expires_ms)
                 .arg(lease_and_kept)
                 .arg(&result_fields)
@@ -521,7 +523,7 @@ impl Inner {
                 + headers_and_body_len
                 + NUMBER_LEN,
         );
-        call.arg(&token_text)
+        call.arg(token_text)
             .arg(&ttl_and_status)
             .arg(headers_len_digits.as_bytes())
             .arg(&headers_and_body)

@@ -5,6 +5,14 @@
 /// Zeros to pad a field wider than [`Padded`] holds with, a slice at a time.
 const ZEROS: &str = "0000000000000000000000000000000000000000";
 
+/// The two decimal digits of every number below 100.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// The most digits a [`Padded`] holds: a `u64`'s.
 const MAX_DIGITS: usize = 20;
 
@@ -23,13 +31,20 @@ impl Padded {
         let mut digits = [b'0'; MAX_DIGITS];
         let mut at = MAX_DIGITS;
         let mut rest = number;
-        loop {
+        // Two digits a step, from a table.
+        while rest >= 100 {
+            let pair = 2 * (rest % 100) as usize;
+            rest /= 100;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        }
+        if rest >= 10 {
+            let pair = 2 * rest as usize;
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        } else {
             at -= 1;
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
+            digits[at] = b'0' + rest as u8;
         }
         Padded {
             digits,
@@ -75,7 +90,20 @@ mod tests {
 
     #[test]
     fn numbers_are_written_as_format_writes_them() {
-        let numbers = [0, 1, 9, 10, 999, 1_000, 123_456_789, u64::from(u32::MAX), u64::MAX];
+        let numbers = [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            999,
+            1_000,
+            123_456_789,
+            u64::from(u32::MAX),
+            1_000_000_000_000_000,
+            u64::MAX,
+        ];
         for number in numbers {
             for width in [0, 1, 3, 10, 16, 20, 35, 40, 41, 100] {
                 assert_eq!(
