@@ -463,7 +463,8 @@ impl Inner {
     /// The completion's write: by `idemkit_complete_own_claim` for a claim this backend
     /// wrote itself and still holds the fields of (it sends them, so the server cuts
     /// nothing out of the claim), else, or when that declines (the claim was renewed
-    /// since, by a holder of its token elsewhere), by `idemkit_complete`.
+    /// since, by a holder of its token elsewhere, or its key has no expiry), by
+    /// `idemkit_complete`.
     async fn store_result(
         &self,
         storage_key: &str,

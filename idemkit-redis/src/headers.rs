@@ -111,6 +111,14 @@ mod tests {
     }
 
     #[test]
+    fn each_part_is_its_length_in_four_bytes_big_endian_then_its_bytes() {
+        assert_eq!(
+            encode([("a", &b"bc"[..]), ("", &b""[..])]),
+            b"\0\0\0\x01a\0\0\0\x02bc\0\0\0\0\0\0\0\0"
+        );
+    }
+
+    #[test]
     fn a_completions_argument_is_the_stored_headers_then_the_body() {
         let headers = vec![
             ("content-type".to_string(), Bytes::from_static(b"text/plain")),

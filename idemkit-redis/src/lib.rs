@@ -70,9 +70,11 @@
 //!   checks the claim and dates the result. That function writes the record first
 //!   (`SET ... GET`) and checks the claim it replaced after, putting back anything
 //!   that was not this claim exactly as it was, expiry included: one command fewer
-//!   for the completion that almost always finds its claim. A claim renewed since is
-//!   left to `idemkit_complete`, which cuts the same parts out of the claim, as it
-//!   does for every claim the backend does not hold.
+//!   for the completion that almost always finds its claim (a refused one writes
+//!   twice, which keyspace notifications, `WATCH` and client-side caching see). A
+//!   claim renewed since, or a key without expiry, is left to `idemkit_complete`,
+//!   which cuts the same parts out of the claim, as it does for every claim the
+//!   backend does not hold.
 //! - **Everything expires.** A claim's key expires after its lease plus the reclaim
 //!   grace (a renewal moves both), a result's after its time to live. Durations longer
 //!   than about 50 years are shortened to that.

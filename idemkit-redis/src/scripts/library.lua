@@ -360,9 +360,10 @@ end
 -- checks it (a claim cut short or run on is not held, whatever its token), and the token
 -- where it must be, found without copying it out. Reply: the server's time as text when
 -- it took effect (no number is read out of `TIME` on the way), else its negation as a
--- number. (complete_own_claim does the same from parts its client hands it; each is
--- written out whole, since every Lua function call costs the server a few hundred
--- instructions: bench/redis_instructions.py, BENCHMARKS.md run H.)
+-- number. (complete_own_claim writes the same record from parts its client hands it, and
+-- checks the claim after writing; each is written out whole, since every Lua function
+-- call costs the server a few hundred instructions: bench/redis_instructions.py,
+-- BENCHMARKS.md run H.)
 local function complete_client_claim(key, found, head, args)
   local fingerprint_len = tonumber(string.sub(found, 130, 139))
   if not fingerprint_len or #found ~= HEADER + fingerprint_len or #args[1] ~= 32
@@ -419,8 +420,11 @@ end
 -- which answers what it replaced, and what was not this client's claim is put back as
 -- it was, its expiry with it (read before, the one `PEXPIRETIME` that also dates the
 -- claim). A completion almost always finds its claim, and a `GET` of its own cost about
--- 6,000 of the 66,000 instructions the server spent on the call (BENCHMARKS.md run I);
--- nothing outside this call sees the record between the two writes.
+-- 6,000 of the 66,000 instructions the server spent on the call (BENCHMARKS.md run I).
+-- No reader sees the record between the two writes, but a refusal (a late or repeated
+-- completion) now writes twice where it wrote nothing: both writes reach the AOF and the
+-- replicas (inside the function's MULTI/EXEC), raise keyspace notifications, abort a
+-- client's `WATCH` of the key and invalidate client-side caches of it.
 --
 -- Reply: as complete's for a client's claim; or nil when the key holds this token's
 -- claim in layout 2 (a renewal rewrites a client's claim in it) or has no expiry, which
@@ -446,6 +450,11 @@ local function complete_own_claim(keys, args)
       .. args[4] .. args[5],
     'PX', args[6], 'GET')
   if type(found) ~= 'string' then
+    if type(found) == 'table' and not string.find(found['err'] or '', '^WRONGTYPE') then
+      -- Nothing was written: an error but WRONGTYPE is raised as it is (as record_of
+      -- raises it).
+      error(found)
+    end
     -- Not a string (nothing was written), or, which the expiry just read rules out, no
     -- value at all.
     if found == false then

@@ -954,8 +954,8 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
 /// The completion of a client's claim by the client that wrote it, handed the completed
 /// record's parts: the same record as the general completion writes, fenced the same way
 /// (the whole token, the claim's length), putting back exactly what it refused (value
-/// and expiry), publishing only when
-/// watched; a claim renewed into layout 2 is left for the general completion.
+/// and expiry), publishing only when watched; a claim renewed into layout 2 is left for
+/// the general completion.
 #[test]
 fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record() {
     let Some(mut con) = connect() else { return };
@@ -1020,6 +1020,22 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
     assert_eq!(con.get::<_, Vec<u8>>(key).unwrap(), cut_short);
     set_keeping_ttl(&mut con, key, whole.0.as_ref().unwrap());
+    // An error but WRONGTYPE (here a time to live the server refuses) is raised, not taken
+    // for a refusal, and nothing is written.
+    let error = redis::cmd("FCALL")
+        .arg(super::COMPLETE_OWN_CLAIM)
+        .arg(1)
+        .arg(key)
+        .arg(TOKEN)
+        .arg("90000")
+        .arg("kept")
+        .arg("result fields")
+        .arg("body")
+        .arg("0")
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert!(error.to_string().contains("invalid expire time"), "{error}");
+    assert_eq!(value_and_expiry(&mut con, key), whole);
     // Its key's expiry removed: not a claim of its layout, left to the general
     // completion, which refuses it.
     let _: bool = con.persist(key).unwrap();
@@ -1109,6 +1125,19 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
     }
     assert_eq!(fcall(&mut con, super::WATCH, keys[1], &[])[0], "claimed");
+    // A watched claim refused (another token, a length not its own) is put back watched,
+    // and no one is told.
+    let watched = value_and_expiry(&mut con, keys[1]);
+    assert_eq!(&watched.0.as_ref().unwrap()[..4], b"ik3w");
+    assert_eq!(complete_own(&mut con, keys[1], OTHER, own, fp, b"w")[0], "0");
+    assert_eq!(complete_own(&mut con, keys[1], TOKEN, own, "f", b"w")[0], "0");
+    assert_eq!(value_and_expiry(&mut con, keys[1]), watched);
+    let _: i64 = con.publish(keys[1], "refused twice").unwrap();
+    assert_eq!(
+        next_message(&mut pubsub),
+        (keys[1].to_string(), "refused twice".to_string()),
+        "the refusals published nothing"
+    );
     for key in keys {
         assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"w")[0], "1");
         assert_eq!(read(&mut con, key)[0], "completed");
