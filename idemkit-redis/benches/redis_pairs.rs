@@ -138,9 +138,9 @@ fn measured(
     run: impl FnOnce() -> Duration,
 ) -> Batch {
     let before = server_cpu(server);
-    let client_before = client_cpu();
+    let client_before = in_process.then(client_cpu);
     let took = run();
-    let client_cpu = in_process.then(|| client_cpu().saturating_sub(client_before));
+    let client_cpu = client_before.map(|before| client_cpu().saturating_sub(before));
     let server_cpu = server_cpu(server).saturating_sub(before);
     let batch = Batch {
         series,

@@ -12,7 +12,7 @@ use redis::{Cmd, Value};
 use crate::claim_fields::ClaimFields;
 use crate::commands::{Commands, NUMBER_LEN, fcall, fcall_with_room};
 use crate::corrupt::{CorruptRecord, OnCorrupt, report};
-use crate::digits::{Padded, padded};
+use crate::digits::Padded;
 use crate::error::{Cause, RedisError};
 use crate::headers::{self, HeadersAndBody};
 use crate::joined_arg::JoinedArg;
@@ -126,12 +126,6 @@ const REPLAY_MARGIN: Duration = Duration::from_secs(1);
 
 /// The first bytes of a completed record (layout 2).
 const COMPLETED: &[u8] = b"ik2d";
-
-/// A duration in microseconds as the 16 digits a record stores it in (see
-/// `scripts/library.lua`; [`micros`] keeps it below 10^16).
-fn digits16(number: u64) -> String {
-    padded(number, 16)
-}
 
 /// The time to live of a key whose record is gone `micros` from now: in milliseconds,
 /// rounded up, plus one, so that the key outlives its record and expires just after it.
@@ -384,7 +378,10 @@ impl Inner {
         (fingerprint, fingerprint_version): (&str, u32),
     ) -> Result<FirstTry, Error> {
         // Room for all seven arguments, so that adding them does not grow the command.
-        let mut set = Cmd::with_capacity(7, 3 + storage_key.len() + value.len() + 7 + NUMBER_LEN);
+        let mut set = Cmd::with_capacity(
+            7,
+            "SET".len() + storage_key.len() + value.len() + "NXPXGET".len() + NUMBER_LEN,
+        );
         set.arg("SET")
             .arg(storage_key)
             .arg(value)
@@ -554,7 +551,8 @@ impl Inner {
         let mut call = fcall(scripts::RENEW, &storage_key);
         call.arg(token.to_string())
             .arg(micros(lease_ttl))
-            .arg(digits16(micros(self.reclaim_grace)))
+            // 16 digits, as a record stores it ([`micros`] keeps it below 10^16).
+            .arg(Padded::new(micros(self.reclaim_grace), 16).as_bytes())
             .arg(key_ttl_ms(micros(lease_ttl) + micros(self.reclaim_grace)));
         self.write("renew", &call, &storage_key).await
     }

@@ -77,16 +77,16 @@ pub(crate) fn push_padded(out: &mut String, number: u64, width: usize) {
     out.push_str(field.as_str());
 }
 
-/// `number` zero-padded to `width` digits, as [`push_padded`] writes it.
-pub(crate) fn padded(number: u64, width: usize) -> String {
-    let mut out = String::with_capacity(width.max(20));
-    push_padded(&mut out, number, width);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `number` zero-padded to `width` digits, as [`push_padded`] writes it.
+    fn padded(number: u64, width: usize) -> String {
+        let mut out = String::with_capacity(width.max(20));
+        push_padded(&mut out, number, width);
+        out
+    }
 
     #[test]
     fn numbers_are_written_as_format_writes_them() {

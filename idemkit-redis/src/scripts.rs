@@ -22,8 +22,9 @@
 //! bad reply; an older library has no `idemkit_complete_own_claim`, which this version
 //! calls to complete the claims it wrote, so that on a server where an older process
 //! loaded its library, this version's next completion of such a claim loads this one
-//! over it (as any call of a function the server lacks does). An older process that connects later also
-//! loads its library over this one. Every process sharing a server is upgraded together.
+//! over it (as any call of a function the server lacks does). An older process that
+//! connects later also loads its library over this one. Every process sharing a server
+//! is upgraded together.
 
 use std::sync::LazyLock;
 
