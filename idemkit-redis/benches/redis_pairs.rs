@@ -118,14 +118,15 @@ fn server_cpu(server: &RedisServer) -> Duration {
 
 /// The CPU time of this process's threads so far: the sum of each live thread's time
 /// on a CPU (the first field of its `schedstat`, in nanoseconds). The bench's threads
-/// (its runtime's workers and its main thread) live through every batch.
-fn client_cpu() -> Duration {
-    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+/// (its runtime's workers and its main thread) live through every batch. `None` where
+/// there is no `/proc/self/task` (not Linux): the client's column is then left empty.
+fn client_cpu() -> Option<Duration> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     let nanos: u64 = tasks
         .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
         .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
-    Duration::from_nanos(nanos)
+    Some(Duration::from_nanos(nanos))
 }
 
 /// Runs one batch of `series` (`run` returns how long its pairs took), measuring the
@@ -138,9 +139,9 @@ fn measured(
     run: impl FnOnce() -> Duration,
 ) -> Batch {
     let before = server_cpu(server);
-    let client_before = in_process.then(client_cpu);
+    let client_before = in_process.then(client_cpu).flatten();
     let took = run();
-    let client_cpu = client_before.map(|before| client_cpu().saturating_sub(before));
+    let client_cpu = client_before.and_then(|before| Some(client_cpu()?.saturating_sub(before)));
     let server_cpu = server_cpu(server).saturating_sub(before);
     let batch = Batch {
         series,
@@ -805,6 +806,8 @@ fn paired_rounds(bench: &Bench<'_>) {
                 let other = round.iter().find(|batch| batch.series == other)?;
                 Some(figure(ours) / figure(other))
             })
+            // A figure a round did not measure (the client's CPU without `/proc`).
+            .filter(|ratio| !ratio.is_nan())
             .collect()
     };
     for (other, figure, what, goal) in [
