@@ -16,11 +16,14 @@ Series:
   own_claim     `idemkit_complete_own_claim`, handed those parts by the client that wrote it
   minimum       a function running only `PEXPIRETIME`, `TIME` and `SET ... PX ... GET`
                 (the bench's `plain_claim_minimum` completion): this design's floor
+  no_time       `minimum` without its `TIME`; no_expiry: without its `PEXPIRETIME`
+                (what each of the floor's reads costs, and what a layout that needed
+                one of them less would save)
   trivial       a function that returns 1: what any `FCALL` costs
   before_*      with --before LIBRARY: `general` and `own_claim` (if it has one) of another
                 checkout's library, loaded beside this one under other names (an
                 `own_claim` handed no `PX`, as the function's first version was, if its
-                comment does not name one)
+                code does not subtract one from the claim's expiry)
 
 Needs redis-server, valgrind (callgrind_control) and redis-py (`pip install redis`):
 
@@ -45,6 +48,16 @@ LIBRARY = os.path.join(HERE, "..", "idemkit-redis", "src", "scripts", "library.l
 ANCHORS = """#!lua name=idemkit_instructions
 redis.register_function('instructions_minimum', function(keys, args)
   redis.call('PEXPIRETIME', keys[1])
+  local time = redis.call('TIME')
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end)
+redis.register_function('instructions_no_time', function(keys, args)
+  local expires = redis.call('PEXPIRETIME', keys[1])
+  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
+  return expires
+end)
+redis.register_function('instructions_no_expiry', function(keys, args)
   local time = redis.call('TIME')
   redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -97,12 +110,14 @@ def main():
         "general": ("idemkit_complete", general_args),
         "own_claim": ("idemkit_complete_own_claim", own_args),
         "minimum": ("instructions_minimum", [completed + HEADERS + BODY, key_ttl]),
+        "no_time": ("instructions_no_time", [completed + HEADERS + BODY, key_ttl]),
+        "no_expiry": ("instructions_no_expiry", [completed + HEADERS + BODY, key_ttl]),
         "trivial": ("instructions_trivial", []),
     }
     if options.before:
         before = library(options.before, "before", rename="before")
         series["before_general"] = ("before_complete", general_args)
-        if "the `PX` the claim was sent with" in before:
+        if "expires - args[2]" in before:
             series["before_own_claim"] = ("before_complete_own_claim", own_args)
         elif "complete_own_claim" in before:
             first_args = own_args[:1] + own_args[2:]
