@@ -14,11 +14,12 @@ use parking_lot::Mutex;
 
 use crate::claim_fields::ClaimFields;
 
-/// How many claims are kept at most. A claim that is never completed, released or
-/// renewed here (its caller gave up on it, or another backend completed it) stays until
-/// the map is full, and then all are forgotten at once: the completions of those still
-/// in flight take the general function, which gives the same record.
+/// How many claims are kept at most, in two generations of half as many each (see
+/// [`OwnClaims`]).
 const CAPACITY: usize = 4_096;
+
+/// How many claims one generation holds.
+const GENERATION: usize = CAPACITY / 2;
 
 /// The longest fields kept (the claim's fixed fields and its fingerprint): a claim with
 /// a longer fingerprint is not kept, so the map holds at most about 4 MiB of fields.
@@ -36,9 +37,23 @@ pub(crate) struct WrittenClaim {
 }
 
 /// What a backend's own claims in flight wrote, by token.
+///
+/// A claim that is never completed, released or renewed here (its caller gave up on it,
+/// or another backend completed it) must not stay for ever, and nothing says when one is
+/// given up. So the claims are kept in two generations: a claim goes into the newer;
+/// when the newer holds [`GENERATION`] claims, the older is dropped and the newer takes
+/// its place. A claim is thus kept until at least [`GENERATION`] more have been written
+/// after it, and at most [`CAPACITY`] are kept. A completion whose claim was dropped
+/// takes the general function, which writes the same record.
 #[derive(Debug, Default)]
 pub(crate) struct OwnClaims {
-    by_token: Mutex<HashMap<ClaimToken, WrittenClaim>>,
+    generations: Mutex<Generations>,
+}
+
+#[derive(Debug, Default)]
+struct Generations {
+    newer: HashMap<ClaimToken, WrittenClaim>,
+    older: HashMap<ClaimToken, WrittenClaim>,
 }
 
 impl OwnClaims {
@@ -48,17 +63,24 @@ impl OwnClaims {
         if written.fields.as_str().len() > MAX_FIELDS_LEN {
             return;
         }
-        let mut by_token = self.by_token.lock();
-        if by_token.len() >= CAPACITY {
-            by_token.clear();
+        let mut generations = self.generations.lock();
+        if generations.newer.len() >= GENERATION {
+            let Generations { newer, older } = &mut *generations;
+            // The older generation's map is reused for the new one (its allocation kept).
+            std::mem::swap(newer, older);
+            newer.clear();
         }
-        by_token.insert(token.clone(), written);
+        generations.newer.insert(token.clone(), written);
     }
 
     /// What the claim `token` wrote, if it is one of this backend's own claims; forgotten
     /// here (a completion is sent once).
     pub(crate) fn take(&self, token: &ClaimToken) -> Option<WrittenClaim> {
-        self.by_token.lock().remove(token)
+        let mut generations = self.generations.lock();
+        match generations.newer.remove(token) {
+            Some(written) => Some(written),
+            None => generations.older.remove(token),
+        }
     }
 
     /// Forgets the claim `token`: released, or rewritten in another layout by a renewal.
@@ -68,7 +90,8 @@ impl OwnClaims {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.by_token.lock().len()
+        let generations = self.generations.lock();
+        generations.newer.len() + generations.older.len()
     }
 }
 
@@ -108,6 +131,22 @@ mod tests {
         }
         let last = (CAPACITY as u32) * 3 + 6;
         assert_eq!(own.take(&token(last)), Some(fields("fp")), "the newest is kept");
+    }
+
+    #[test]
+    fn a_claim_is_kept_while_fewer_than_a_generation_were_written_after_it() {
+        let own = OwnClaims::default();
+        // More claims than the capacity: whatever is dropped, it is never a claim with
+        // fewer than a generation written after it.
+        let written = CAPACITY as u32 + 1;
+        for n in 0..written {
+            own.insert(&token(n), fields("fp"));
+        }
+        for n in written - GENERATION as u32..written {
+            assert_eq!(own.take(&token(n)), Some(fields("fp")), "claim {n}");
+        }
+        // The oldest, with more than a whole capacity written after it, is gone.
+        assert_eq!(own.take(&token(0)), None);
     }
 
     #[test]
