@@ -16,6 +16,13 @@ use crate::token::RandomSourceError;
 /// while a buffer per thread stays in its core's cache. Nothing here is a userspace
 /// generator.
 ///
+/// A process forked after one of its threads drew from this source gives its child a
+/// copy of that thread's buffer, and the child then hands out the bytes its parent
+/// hands out. That is harmless for the stores of this crate, which live in one process
+/// each, but a token that must differ across processes (one written to a store that
+/// several processes share) is drawn from `getrandom` itself, once per token, as
+/// idemkit's Redis, PostgreSQL and SQLite backends do.
+///
 /// ```
 /// use idemkit_core::{OsRandom, RandomSource};
 ///
