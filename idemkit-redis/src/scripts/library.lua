@@ -428,8 +428,9 @@ end
 --
 -- Reply: as complete's for a client's claim; or nil when the key holds this token's
 -- claim in layout 2 (a renewal rewrites a client's claim in it) or has no expiry, which
--- only complete judges. (Nil, not false: under RESP3 a false would reach the client as a
--- boolean.)
+-- only complete judges. (Nil, not false: the client reads a decline by its null, which
+-- nil is under either protocol, and false only while the function has not switched its
+-- replies to RESP3 with `redis.setresp(3)`, after which it is a boolean.)
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local expires = redis.call('PEXPIRETIME', key)

@@ -186,10 +186,22 @@ fn complete_own(
     con: &mut Connection,
     key: &str,
     token: &str,
-    (lease_us, grace_us): (&str, &str),
+    lease_and_grace: (&str, &str),
     fingerprint: &str,
     body: &[u8],
 ) -> Vec<String> {
+    let args = own_claim_args(token, lease_and_grace, fingerprint, body);
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
+}
+
+/// The arguments of [`complete_own`]'s call.
+fn own_claim_args(
+    token: &str,
+    (lease_us, grace_us): (&str, &str),
+    fingerprint: &str,
+    body: &[u8],
+) -> [Vec<u8>; 6] {
     let kept = format!(
         "{}{}",
         digits16(lease_us),
@@ -206,16 +218,14 @@ fn complete_own(
     let mut headers_and_body = headers;
     headers_and_body.extend_from_slice(body);
     let claim_px = key_ttl(lease_us.parse::<u64>().unwrap() + grace_us.parse::<u64>().unwrap());
-    let key_ttl = key_ttl(1_000_000);
-    let args: [&[u8]; 6] = [
-        token.as_bytes(),
-        claim_px.as_bytes(),
-        kept.as_bytes(),
-        result_fields.as_bytes(),
-        &headers_and_body,
-        key_ttl.as_bytes(),
-    ];
-    fcall(con, super::COMPLETE_OWN_CLAIM, key, &args)
+    [
+        token.as_bytes().to_vec(),
+        claim_px.into_bytes(),
+        kept.into_bytes(),
+        result_fields.into_bytes(),
+        headers_and_body,
+        key_ttl(1_000_000).into_bytes(),
+    ]
 }
 
 /// The value at `key` and its expiry (`PEXPIRETIME`: -1 for none, -2 for no key).
@@ -949,6 +959,46 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert_eq!(replaced[0], "new");
     assert_eq!(replaced[2], "a claim whose key lost its expiry");
     assert!(pttl(&mut con, key) > 0);
+}
+
+/// A client on RESP3 (as a `redis://...?protocol=resp3` URL makes the backend's) reads the
+/// own-claim completion's decline as null, as one on RESP2 does: the backend reads a
+/// decline by its null.
+#[test]
+fn an_own_claim_completion_declines_with_null_under_resp3() {
+    let Some(server) = redis_harness::shared() else {
+        return;
+    };
+    let client = redis::Client::open(format!("{}?protocol=resp3", server.url())).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut con).unwrap();
+    assert!(
+        info.split_whitespace().any(|field| field == "resp=3"),
+        "not a RESP3 connection: {info}"
+    );
+    load_library(&mut con);
+    let own = (LEASE_US, GRACE_US);
+    let declined = |con: &mut Connection, key: &str| -> Value {
+        let mut call = redis::cmd("FCALL");
+        call.arg(super::COMPLETE_OWN_CLAIM).arg(1).arg(key);
+        for arg in own_claim_args(TOKEN, own, "fp", b"x") {
+            call.arg(arg);
+        }
+        call.query(con).unwrap()
+    };
+
+    // Its claim renewed into layout 2.
+    let key = "scripts:{own-resp3-renewed}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    assert_eq!(renew(&mut con, key, TOKEN, "90000000")[0], "1");
+    assert_eq!(declined(&mut con, key), Value::Nil);
+    // Its key without expiry.
+    let key = "scripts:{own-resp3-persisted}";
+    let () = con.del(key).unwrap();
+    assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
+    let _: bool = con.persist(key).unwrap();
+    assert_eq!(declined(&mut con, key), Value::Nil);
 }
 
 /// The completion of a client's claim by the client that wrote it, handed the completed
