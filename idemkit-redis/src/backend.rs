@@ -533,7 +533,7 @@ impl Inner {
         self.own_claims.forget(token);
         let storage_key = self.layout.storage_key(key);
         let mut call = fcall(scripts::RELEASE, &storage_key);
-        call.arg(token.to_string());
+        call.arg(token.write_hex(&mut [0; 32]));
         self.write("release", &call, &storage_key).await
     }
 
@@ -549,7 +549,7 @@ impl Inner {
         self.own_claims.forget(token);
         let storage_key = self.layout.storage_key(key);
         let mut call = fcall(scripts::RENEW, &storage_key);
-        call.arg(token.to_string())
+        call.arg(token.write_hex(&mut [0; 32]))
             .arg(micros(lease_ttl))
             // 16 digits, as a record stores it ([`micros`] keeps it below 10^16).
             .arg(Padded::new(micros(self.reclaim_grace), 16).as_bytes())
