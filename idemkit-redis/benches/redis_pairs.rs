@@ -93,7 +93,8 @@ impl Batch {
         self.server_cpu.as_secs_f64() * 1e6 / self.pairs as f64
     }
 
-    /// The client's CPU microseconds per pair (NaN where the client is another process).
+    /// The client's CPU microseconds per pair (NaN where the client is another process,
+    /// or where this one's CPU time cannot be read).
     fn client_us(&self) -> f64 {
         self.client_cpu
             .map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1e6 / self.pairs as f64)
@@ -119,14 +120,18 @@ fn server_cpu(server: &RedisServer) -> Duration {
 /// The CPU time of this process's threads so far: the sum of each live thread's time
 /// on a CPU (the first field of its `schedstat`, in nanoseconds). The bench's threads
 /// (its runtime's workers and its main thread) live through every batch. `None` where
-/// there is no `/proc/self/task` (not Linux): the client's column is then left empty.
+/// there is no `/proc/self/task` (not Linux) or no thread's time could be read: the
+/// client's column is then left empty.
 fn client_cpu() -> Option<Duration> {
-    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
-    let nanos: u64 = tasks
+    let times: Vec<u64> = std::fs::read_dir("/proc/self/task")
+        .ok()?
         .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
         .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Some(Duration::from_nanos(nanos))
+        .collect();
+    if times.is_empty() {
+        return None;
+    }
+    Some(Duration::from_nanos(times.iter().sum()))
 }
 
 /// Runs one batch of `series` (`run` returns how long its pairs took), measuring the

@@ -64,8 +64,9 @@
 //!   complete, release and renew act only for the claim token that holds the key.
 //! - **A completion is handed its claim's parts.** A backend keeps the fields each claim
 //!   of its own plain `SET` wrote (its lease, how long its record is kept, its
-//!   fingerprint; at most 1 KiB of them), until it completes, releases or renews the
-//!   claim, or 2,048 newer claims have been written (it keeps at most 4,096).
+//!   fingerprint; at most 1 KiB of them) until it completes, releases or renews the
+//!   claim, and at least until 2,048 newer claims have been kept (it keeps at most
+//!   4,096).
 //!   Its completion hands them to `idemkit_complete_own_claim`, so the server only
 //!   checks the claim and dates the result. That function writes the record first
 //!   (`SET ... GET`) and checks the claim it replaced after, putting back anything

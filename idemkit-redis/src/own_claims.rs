@@ -42,7 +42,7 @@ pub(crate) struct WrittenClaim {
 /// or another backend completed it) must not stay for ever, and nothing says when one is
 /// given up. So the claims are kept in two generations: a claim goes into the newer;
 /// when the newer holds [`GENERATION`] claims, the older is dropped and the newer takes
-/// its place. A claim is thus kept until at least [`GENERATION`] more have been written
+/// its place. A claim is thus kept at least until [`GENERATION`] more have been kept
 /// after it, and at most [`CAPACITY`] are kept. A completion whose claim was dropped
 /// takes the general function, which writes the same record.
 #[derive(Debug, Default)]
@@ -134,19 +134,23 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_is_kept_while_fewer_than_a_generation_were_written_after_it() {
+    fn a_claim_is_kept_until_a_generation_was_written_after_it() {
         let own = OwnClaims::default();
-        // More claims than the capacity: whatever is dropped, it is never a claim with
-        // fewer than a generation written after it.
+        // One more claim than the capacity: the generations turned twice, at the claims
+        // `GENERATION` and `CAPACITY`.
         let written = CAPACITY as u32 + 1;
         for n in 0..written {
             own.insert(&token(n), fields("fp"));
         }
-        for n in written - GENERATION as u32..written {
+        // Kept: every claim with at most a generation written after it.
+        let kept = written - GENERATION as u32 - 1;
+        for n in kept..written {
             assert_eq!(own.take(&token(n)), Some(fields("fp")), "claim {n}");
         }
-        // The oldest, with more than a whole capacity written after it, is gone.
-        assert_eq!(own.take(&token(0)), None);
+        // Gone: the first generation, the one just before the kept ones among them.
+        for n in [0, kept - 1] {
+            assert_eq!(own.take(&token(n)), None, "claim {n}");
+        }
     }
 
     #[test]

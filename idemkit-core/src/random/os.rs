@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use crate::random::RandomSource;
 use crate::token::RandomSourceError;
 
-/// The operating system's random source (`getrandom`): the default of every store and
-/// backend, and the only kind of source to use in production.
+/// The operating system's random source (`getrandom`): the default of this crate's store
+/// and in-memory backend, and the only kind of source to use in production.
 ///
 /// One `getrandom` call costs about as much as thirty tokens copied from a buffer, so
 /// the bytes are fetched [`OsRandom::BATCH`] at a time into a buffer of the calling
@@ -16,12 +16,13 @@ use crate::token::RandomSourceError;
 /// while a buffer per thread stays in its core's cache. Nothing here is a userspace
 /// generator.
 ///
-/// A process forked after one of its threads drew from this source gives its child a
-/// copy of that thread's buffer, and the child then hands out the bytes its parent
-/// hands out. That is harmless for the stores of this crate, which live in one process
-/// each, but a token that must differ across processes (one written to a store that
-/// several processes share) is drawn from `getrandom` itself, once per token, as
-/// idemkit's Redis, PostgreSQL and SQLite backends do.
+/// A child process forked by a thread that has drawn from this source starts with a
+/// copy of that thread's buffer, and hands out the same bytes as its parent until the
+/// buffer is spent (at most [`OsRandom::BATCH`] bytes). That is harmless for the stores
+/// of this crate, which live in one process each, but a token that must differ across
+/// processes (one written to a store that several processes share) is drawn from
+/// `getrandom` itself, once per token, as idemkit's Redis, PostgreSQL and SQLite
+/// backends do.
 ///
 /// ```
 /// use idemkit_core::{OsRandom, RandomSource};

@@ -430,7 +430,7 @@ end
 -- claim in layout 2 (a renewal rewrites a client's claim in it) or has no expiry, which
 -- only complete judges. (Nil, not false: the client reads a decline by its null, which
 -- nil is under either protocol, and false only while the function has not switched its
--- replies to RESP3 with `redis.setresp(3)`, after which it is a boolean.)
+-- replies to RESP3 with `redis.setresp(3)`, after which it is a boolean (0 under RESP2).)
 local function complete_own_claim(keys, args)
   local key = keys[1]
   local expires = redis.call('PEXPIRETIME', key)
