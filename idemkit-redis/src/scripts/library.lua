@@ -251,6 +251,14 @@ local function parse(value)
   return state, string.sub(value, 5, 36), claimed_at + lease, gone_at
 end
 
+-- Raises `reply`, an error `redis.pcall` answered, as it is, unless it is WRONGTYPE (the
+-- key holds a value of another type than the command reads), which the caller judges.
+local function raise_unless_wrong_type(reply)
+  if not string.find(reply['err'] or '', '^WRONGTYPE') then
+    error(reply)
+  end
+end
+
 -- The record in `found`, what `GET` (or `SET ... GET`) answered for `key` through
 -- `redis.pcall`: its value (in layout 2, whatever layout it is stored in), state, token,
 -- lease until and gone after; or nil for no key; or false and why the value at the key is
@@ -260,9 +268,7 @@ local function record_of(key, found)
     return nil
   end
   if type(found) == 'table' then
-    if not string.find(found['err'] or '', '^WRONGTYPE') then
-      error(found)
-    end
+    raise_unless_wrong_type(found)
     -- Not a string: a layout 1 hash, or something else.
     local kind = redis.call('TYPE', key)['ok']
     if kind ~= 'hash' then
@@ -451,10 +457,9 @@ local function complete_own_claim(keys, args)
       .. args[4] .. args[5],
     'PX', args[6], 'GET')
   if type(found) ~= 'string' then
-    if type(found) == 'table' and not string.find(found['err'] or '', '^WRONGTYPE') then
-      -- Nothing was written: an error but WRONGTYPE is raised as it is (as record_of
-      -- raises it).
-      error(found)
+    if type(found) == 'table' then
+      -- Nothing was written.
+      raise_unless_wrong_type(found)
     end
     -- Not a string (nothing was written), or, which the expiry just read rules out, no
     -- value at all.

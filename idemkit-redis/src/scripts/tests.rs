@@ -50,24 +50,12 @@ fn reply(value: Value) -> Vec<String> {
     }
 }
 
-/// `FCALL function 1 key args...`; a library another test flushed is loaded again first.
-/// An integer reply is spelled out as the array it stands for: a claim's ["new", now,
+/// `FCALL function 1 key args...` ([`fcall_reply`]), which must not fail. An integer
+/// reply is spelled out as the array it stands for: a claim's ["new", now,
 /// ""], a write's [done, now]; so is the digits of a time a client claim's completion
 /// answers (through the client's own reading of it).
 fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec<String> {
-    let mut call = redis::cmd("FCALL");
-    call.arg(function).arg(1).arg(key);
-    for arg in args {
-        call.arg(*arg);
-    }
-    let value = match call.query::<Value>(con) {
-        Err(error) if function_missing(&error) => {
-            load_library(con);
-            call.query(con).unwrap()
-        }
-        result => result.unwrap(),
-    };
-    match value {
+    match fcall_reply(con, function, key, args).unwrap() {
         Value::Int(now) if function == super::CLAIM => {
             vec!["new".to_owned(), now.to_string(), String::new()]
         }
@@ -83,6 +71,28 @@ fn fcall(con: &mut Connection, function: &str, key: &str, args: &[&[u8]]) -> Vec
             vec![if done { "1" } else { "0" }.to_owned(), now.to_string()]
         }
         other => reply(other),
+    }
+}
+
+/// The reply of `FCALL function 1 key args...` as the server gave it (an error too); a
+/// library another test flushed is loaded again first.
+fn fcall_reply(
+    con: &mut Connection,
+    function: &str,
+    key: &str,
+    args: &[&[u8]],
+) -> redis::RedisResult<Value> {
+    let mut call = redis::cmd("FCALL");
+    call.arg(function).arg(1).arg(key);
+    for arg in args {
+        call.arg(*arg);
+    }
+    match call.query(con) {
+        Err(error) if function_missing(&error) => {
+            load_library(con);
+            call.query(con)
+        }
+        result => result,
     }
 }
 
@@ -979,12 +989,9 @@ fn an_own_claim_completion_declines_with_null_under_resp3() {
     load_library(&mut con);
     let own = (LEASE_US, GRACE_US);
     let declined = |con: &mut Connection, key: &str| -> Value {
-        let mut call = redis::cmd("FCALL");
-        call.arg(super::COMPLETE_OWN_CLAIM).arg(1).arg(key);
-        for arg in own_claim_args(TOKEN, own, "fp", b"x") {
-            call.arg(arg);
-        }
-        call.query(con).unwrap()
+        let args = own_claim_args(TOKEN, own, "fp", b"x");
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        fcall_reply(con, super::COMPLETE_OWN_CLAIM, key, &args).unwrap()
     };
 
     // Its claim renewed into layout 2.
@@ -1072,18 +1079,15 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     set_keeping_ttl(&mut con, key, whole.0.as_ref().unwrap());
     // An error but WRONGTYPE (here a time to live the server refuses) is raised, not taken
     // for a refusal, and nothing is written.
-    let error = redis::cmd("FCALL")
-        .arg(super::COMPLETE_OWN_CLAIM)
-        .arg(1)
-        .arg(key)
-        .arg(TOKEN)
-        .arg("90000")
-        .arg("kept")
-        .arg("result fields")
-        .arg("body")
-        .arg("0")
-        .query::<Value>(&mut con)
-        .unwrap_err();
+    let args: [&[u8]; 6] = [
+        TOKEN.as_bytes(),
+        b"90000",
+        b"kept",
+        b"result fields",
+        b"body",
+        b"0",
+    ];
+    let error = fcall_reply(&mut con, super::COMPLETE_OWN_CLAIM, key, &args).unwrap_err();
     assert!(error.to_string().contains("invalid expire time"), "{error}");
     assert_eq!(value_and_expiry(&mut con, key), whole);
     // Its key's expiry removed: not a claim of its layout, left to the general
