@@ -123,15 +123,13 @@ fn server_cpu(server: &RedisServer) -> Duration {
 /// there is no `/proc/self/task` (not Linux) or no thread's time could be read: the
 /// client's column is then left empty.
 fn client_cpu() -> Option<Duration> {
-    let times: Vec<u64> = std::fs::read_dir("/proc/self/task")
+    let mut times = std::fs::read_dir("/proc/self/task")
         .ok()?
         .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
         .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .collect();
-    if times.is_empty() {
-        return None;
-    }
-    Some(Duration::from_nanos(times.iter().sum()))
+        .peekable();
+    times.peek()?;
+    Some(Duration::from_nanos(times.sum()))
 }
 
 /// Runs one batch of `series` (`run` returns how long its pairs took), measuring the
