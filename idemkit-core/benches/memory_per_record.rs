@@ -1,4 +1,5 @@
-//! Memory per COMPLETED record (an 18-byte key, a 2-byte fingerprint, a 2-byte body),
+//! Memory per COMPLETED record (an 18-byte key, a 2-byte fingerprint, a 2-byte body; and
+//! with an executor's 64-digit names, `hashed_names`),
 //! measured two ways over 1,000,000 records put in a `Store`, each in a fresh process:
 //!
 //! - requested: the bytes the store asked the allocator for and still holds, counted by
@@ -16,7 +17,10 @@
 //!   store itself and the shared `Arc<Response>` cost (the same as `vec_body` now that
 //!   small bodies are inline);
 //! - `responses_alone`: no store, only the caller's part: 1,000,000 `Arc<Response>` with
-//!   `vec_body`'s bodies, kept in a `Vec` (whose 8 bytes per response are counted).
+//!   `vec_body`'s bodies, kept in a `Vec` (whose 8 bytes per response are counted);
+//! - `hashed_names`: `vec_body` under the names an executor stores a record by, a
+//!   [`Key`] and a [`Fingerprint`] (64 hex digits each) instead of the short ones: what
+//!   a record costs behind `Idempotency`, `AsyncIdempotency` or the HTTP layer.
 //!
 //! The parent process runs each variant in a child process of its own (this binary,
 //! with `IDEMKIT_MEMORY_VARIANT` set), so every figure starts from a fresh heap.
@@ -36,7 +40,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use idemkit_core::{Claim, Response, Store};
+use idemkit_core::{Claim, Fingerprint, Key, Response, Store};
 use support::{FINGERPRINT, HELD_TTL, Keys, LEASE};
 
 #[global_allocator]
@@ -68,7 +72,7 @@ fn page_size() -> usize {
 
 /// The environment variable that makes this binary a child measuring one variant.
 const VARIANT: &str = "IDEMKIT_MEMORY_VARIANT";
-const VARIANTS: [&str; 3] = ["vec_body", "static_body", "responses_alone"];
+const VARIANTS: [&str; 4] = ["vec_body", "static_body", "responses_alone", "hashed_names"];
 
 /// The response a caller completes with in `variant`.
 fn response(variant: &str) -> Response {
@@ -100,9 +104,19 @@ fn measure(variant: &str, records: usize) -> (f64, f64) {
             .max_size(records)
             .build()
             .expect("a store of its own");
+        let hashed = variant == "hashed_names";
+        let request = Fingerprint::new(["POST", "/orders", r#"{"sku":"A1","qty":2}"#]);
+        let fingerprint = if hashed {
+            request.as_str()
+        } else {
+            FINGERPRINT
+        };
         for _ in 0..records {
-            let key = keys.next_key();
-            let Claim::New(token) = store.claim(key, FINGERPRINT, 1, LEASE, now).unwrap() else {
+            let short = keys.next_key();
+            // Dropped once the claim is completed: only what the store keeps is counted.
+            let hashed_key = hashed.then(|| Key::new(["tenant-7", short]));
+            let key = hashed_key.as_ref().map_or(short, Key::as_str);
+            let Claim::New(token) = store.claim(key, fingerprint, 1, LEASE, now).unwrap() else {
                 panic!("{key} was not new");
             };
             assert!(store.complete(key, &token, response(variant), HELD_TTL, now));
@@ -130,7 +144,10 @@ fn main() {
         println!("RESULT {requested} {resident}");
         return;
     }
-    println!("memory per COMPLETED record (18-byte key, 2-byte fingerprint, 2-byte body)");
+    println!(
+        "memory per COMPLETED record (18-byte key, 2-byte fingerprint, 2-byte body; \
+         hashed_names: a 64-digit key and fingerprint)"
+    );
     println!("  records: {records}");
     let mut fields = vec![("records", records as f64)];
     for variant in VARIANTS {
