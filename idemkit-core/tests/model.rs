@@ -13,8 +13,27 @@ use std::time::{Duration, Instant};
 use idemkit_core::{Claim, ClaimToken, Error, Record, Response, SeededRandom, State, Store};
 use proptest::prelude::*;
 
-const KEYS: [&str; 3] = ["a", "b", "c"];
-const FINGERPRINTS: [(&str, u32); 3] = [("fp-1", 1), ("fp-2", 1), ("fp-1", 2)];
+/// Two short keys, and one of the 64 lowercase hex digits an executor's keys are (which
+/// the store keeps as the digest they stand for when its fingerprint is one too).
+const KEYS: [&str; 3] = [
+    "a",
+    "b",
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+];
+/// Short fingerprints, and two of an executor's that differ only in their last digit.
+const FINGERPRINTS: [(&str, u32); 5] = [
+    ("fp-1", 1),
+    ("fp-2", 1),
+    ("fp-1", 2),
+    (
+        "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c750",
+        1,
+    ),
+    (
+        "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c751",
+        1,
+    ),
+];
 const LEASES: [Duration; 4] = [
     Duration::ZERO,
     Duration::from_secs(1),

@@ -502,7 +502,7 @@ impl Store {
     /// The slot of the record the last claim wrote, if it is `key`'s.
     fn recent(&self, key: &str) -> Option<Slot> {
         let record = self.slots.get(self.recent)?;
-        (record.key_bytes() == key.as_bytes()).then_some(self.recent)
+        record.key_is(key).then_some(self.recent)
     }
 
     /// `key` and its hash: kept by the record the last claim wrote if that is `key`'s,
@@ -537,9 +537,7 @@ impl Store {
     fn find_in_table(&self, key: HashedKey<'_>) -> Option<Slot> {
         let slots = &self.slots;
         self.keys
-            .find(key.hash.table(), |&slot| {
-                key_of(slots, slot) == key.key().as_bytes()
-            })
+            .find(key.hash.table(), |&slot| is_key_of(slots, slot, key.key()))
             .copied()
     }
 
@@ -720,8 +718,10 @@ fn current_entries(slots: &Slots, grace: Span) -> Vec<Entry> {
         .collect()
 }
 
-fn key_of(slots: &Slots, slot: Slot) -> &[u8] {
-    slots[slot].as_ref().map_or(b"", StoredRecord::key_bytes)
+fn is_key_of(slots: &Slots, slot: Slot, key: &str) -> bool {
+    slots[slot]
+        .as_ref()
+        .is_some_and(|record| record.key_is(key))
 }
 
 fn hash_of(slots: &Slots, slot: Slot) -> KeyHash {

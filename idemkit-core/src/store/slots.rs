@@ -151,29 +151,27 @@ mod tests {
         );
         assert_eq!(slots.chunks.len(), 3, "then a chunk at a time");
         assert_eq!(
-            slots[Slots::CHUNK as Slot]
-                .as_ref()
-                .map(StoredRecord::key_bytes),
-            Some(&b"k1024"[..])
+            slots[Slots::CHUNK as Slot].as_ref().map(StoredRecord::key),
+            Some("k1024".to_owned())
         );
         slots[5] = None;
         assert!(slots[5].is_none());
         let keys: Vec<_> = slots
             .iter()
-            .map(|record| record.as_ref().map(StoredRecord::key_bytes))
+            .map(|record| record.as_ref().map(StoredRecord::key))
             .collect();
         assert_eq!(
             keys.len(),
             count,
             "the unused rest of the last chunk is not listed"
         );
-        assert_eq!(keys[4], Some(&b"k4"[..]));
+        assert_eq!(keys[4].as_deref(), Some("k4"));
         assert_eq!(keys[5], None);
-        assert_eq!(keys[count - 1], Some(format!("k{}", count - 1).as_bytes()));
+        assert_eq!(keys[count - 1], Some(format!("k{}", count - 1)));
 
-        let drained: Vec<Vec<u8>> = slots.drain().map(|r| r.key_bytes().to_vec()).collect();
+        let drained: Vec<String> = slots.drain().map(|r| r.key()).collect();
         assert_eq!(drained.len(), count - 1, "every occupied slot, once");
-        assert_eq!(drained[5], b"k6");
+        assert_eq!(drained[5], "k6");
         assert_eq!((slots.len(), slots.capacity()), (0, 0));
     }
 

@@ -12,8 +12,8 @@ use crate::store::stamp::{Span, Stamp, Timeline};
 use crate::token::ClaimToken;
 
 /// One key's record inside a store: the public [`Record`] with 8-byte stamps instead of
-/// instants, the key and fingerprint together (inside the record when short), and the
-/// key's hash.
+/// instants, the key and fingerprint together (inside the record when short, as digests
+/// when an executor's), and the key's hash.
 pub(crate) struct StoredRecord {
     /// The key followed by the fingerprint.
     names: Names,
@@ -55,9 +55,16 @@ impl StoredRecord {
         }
     }
 
-    /// The key's bytes (a string's: the key was given as one).
-    pub(crate) fn key_bytes(&self) -> &[u8] {
-        self.names.key_bytes()
+    /// Whether the record is `key`'s.
+    pub(crate) fn key_is(&self, key: &str) -> bool {
+        self.names.key_is(key.as_bytes())
+    }
+
+    /// The record's key, written out.
+    #[cfg(test)]
+    pub(crate) fn key(&self) -> String {
+        let (names, key_len) = self.names.to_boxed();
+        names[..key_len].to_owned()
     }
 
     /// The key's hash in its store's table.
@@ -115,7 +122,7 @@ impl StoredRecord {
     ) -> Option<Completed> {
         let response = self.response.as_ref()?;
         let same_request = self.fingerprint_version == fingerprint_version
-            && self.names.fingerprint_bytes() == fingerprint.as_bytes();
+            && self.names.fingerprint_is(fingerprint.as_bytes());
         Some(Completed::new(
             Arc::clone(response),
             same_request,

@@ -186,7 +186,7 @@ mod consistency {
         assert_eq!(counted, held.len(), "the capacity counts every record");
         for &(slot, _) in &held {
             let record = store.record(slot);
-            let key = std::str::from_utf8(record.key_bytes()).unwrap();
+            let key = &record.key();
             let hashed = store.hasher.hash(key);
             assert_eq!(record.hash(), hashed.hash, "a record keeps its key's hash");
             assert_eq!(store.find_in_table(hashed), Some(slot));
@@ -211,8 +211,7 @@ mod consistency {
         // The last claim's slot, if it still holds a record, holds a record found by its
         // key; a key not held is never found through it.
         if let Some(record) = store.slots.get(store.recent) {
-            let key = std::str::from_utf8(record.key_bytes()).unwrap();
-            assert_eq!(store.recent(key), Some(store.recent));
+            assert_eq!(store.recent(&record.key()), Some(store.recent));
         }
         for key in KEYS {
             let hashed = store.hasher.hash(key);
