@@ -378,15 +378,9 @@ fn a_claim_writes_a_fenced_lease_that_expires_after_its_grace() {
     let Some(mut con) = connect() else { return };
     let key = "scripts:{claim-new}";
     // A free key's claim answers with the server's time alone, an integer.
-    let free: Value = redis::cmd("FCALL")
-        .arg(super::CLAIM)
-        .arg(1)
-        .arg("scripts:{claim-free}")
-        .arg(TOKEN)
-        .arg(claim_rest(LEASE_US, GRACE_US))
-        .arg(&["90001", "", ""])
-        .query(&mut con)
-        .unwrap();
+    let rest = claim_rest(LEASE_US, GRACE_US);
+    let args: [&[u8]; 5] = [TOKEN.as_bytes(), rest.as_bytes(), b"90001", b"", b""];
+    let free = fcall_reply(&mut con, super::CLAIM, "scripts:{claim-free}", &args).unwrap();
     assert!(matches!(free, Value::Int(now) if now > 0), "{free:?}");
     let first = claim(&mut con, key, TOKEN, LEASE_US, GRACE_US);
     assert_eq!(first[0], "new");
