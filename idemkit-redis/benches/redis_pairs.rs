@@ -58,10 +58,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use idemkit_core::{Backend, Claim, Response};
+use idemkit_core::Response;
 use idemkit_redis::RedisBackend;
 use idemkit_redis::redis::{self, aio::ConnectionManager};
 use redis_harness::RedisServer;
+
+mod support {
+    pub mod pairs;
+}
+use support::pairs::{
+    LIBRARY, TRIVIAL_FUNCTION, bench_function, idemkit_pair, plain_claim_minimum_pair,
+};
 
 const TASKS: u64 = 64;
 const SAMPLES: usize = 10;
@@ -69,8 +76,6 @@ const SAMPLES: usize = 10;
 const BATCH: u64 = 4_000;
 /// Pairs per run under `cargo test --benches`, which only checks that each series works.
 const SMOKE_BATCH: u64 = 64;
-const LEASE: Duration = Duration::from_secs(30);
-const TTL: Duration = Duration::from_secs(60);
 
 /// One batch of one series: its pairs, how long they took, and the server's CPU time
 /// over the batch, and this process's (the client's) when the series runs in it.
@@ -185,13 +190,7 @@ fn idemkit_pairs(runtime: &tokio::runtime::Runtime, backend: &RedisBackend) -> D
                 let response = std::sync::Arc::new(body.clone());
                 tokio::spawn(async move {
                     for n in (task..pairs).step_by(TASKS as usize) {
-                        let key = format!("pair-{}", first + n);
-                        let Ok(Claim::New(token)) = backend.claim(&key, "fp", 1, LEASE).await
-                        else {
-                            panic!("{key} was not claimed as new");
-                        };
-                        let stored = backend.complete(&key, &token, response.clone(), TTL).await;
-                        assert!(matches!(stored, Ok(true)), "{key} was not stored");
+                        idemkit_pair(&backend, &response, first + n).await;
                     }
                 })
             })
@@ -300,77 +299,6 @@ async fn functions_minimum_pair(mut connection: ConnectionManager, n: u64) {
     )
     .await;
 }
-
-/// `FCALL function 1 key value px` of one of the bench's own functions, which answer the
-/// server's time.
-async fn bench_function(
-    connection: &mut ConnectionManager,
-    function: &str,
-    key: &str,
-    value: &str,
-    px: u64,
-) {
-    let now: i64 = redis::cmd("FCALL")
-        .arg(function)
-        .arg(1)
-        .arg(key)
-        .arg(value)
-        .arg(px)
-        .query_async(connection)
-        .await
-        .unwrap_or_else(|error| panic!("{function}: {error}"));
-    assert!(now > 0, "{function} answered {now}");
-}
-
-/// A claim by one plain `SET NX PX GET` and a completion by the least a function of our
-/// design can do (the claim's time read from its key's expiry, no one to wake).
-async fn plain_claim_minimum_pair(mut connection: ConnectionManager, n: u64) {
-    let key = format!("plain-minimum:{{{n}}}");
-    let claim = "c".repeat(135);
-    let found: Option<String> = redis::cmd("SET")
-        .arg(&key)
-        .arg(&claim)
-        .arg("NX")
-        .arg("PX")
-        .arg(90_000)
-        .arg("GET")
-        .query_async(&mut connection)
-        .await
-        .expect("SET NX GET");
-    assert!(found.is_none(), "{key} was not free");
-    let result = format!("{claim}ok");
-    bench_function(
-        &mut connection,
-        "idemkit_bench_complete_client_claim",
-        &key,
-        &result,
-        60_000,
-    )
-    .await;
-}
-
-/// The anchor's function and the minimum functions, in a library of the bench's own.
-const TRIVIAL_FUNCTION: &str = "idemkit_bench_trivial";
-const TRIVIAL_LIBRARY: &str = r"#!lua name=idemkit_bench
-redis.register_function('idemkit_bench_trivial', function() return 1 end)
-redis.register_function('idemkit_bench_claim', function(keys, args)
-  local time = redis.call('TIME')
-  redis.call('SET', keys[1], args[1], 'NX', 'PX', args[2])
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
-end)
-redis.register_function('idemkit_bench_complete', function(keys, args)
-  local time = redis.call('TIME')
-  redis.call('GET', keys[1])
-  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2])
-  redis.call('PUBLISH', keys[1], 'completed')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
-end)
-redis.register_function('idemkit_bench_complete_client_claim', function(keys, args)
-  redis.call('PEXPIRETIME', keys[1])
-  local time = redis.call('TIME')
-  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
-end)";
 
 /// The time `redis-benchmark` takes for two trivial script calls per pair of a batch at
 /// concurrency 64 (from its own requests-per-second figure).
@@ -578,7 +506,7 @@ fn main() {
         .trim()
         .to_owned();
     server
-        .cli(&["FUNCTION", "LOAD", "REPLACE", TRIVIAL_LIBRARY])
+        .cli(&["FUNCTION", "LOAD", "REPLACE", LIBRARY])
         .expect("the anchor's function loads");
     // Client threads: 2 by default, the machine's cores.
     let workers = std::env::var("IDEMKIT_BENCH_WORKERS")

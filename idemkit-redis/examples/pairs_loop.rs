@@ -12,31 +12,27 @@
 //!
 //! The arguments: the server's URL (it is emptied with `FLUSHALL`: never point it at a
 //! server that holds anything), the client's tokio worker threads, and the series:
-//! `ours` (a `RedisBackend`) or `minimum` (the bench's `plain_claim_minimum`: a plain
-//! `SET NX PX GET` and a function that reads the claim's expiry and the time and
-//! writes the result, with no checks). It prints the median of 20 batches' pairs per
-//! second, with the slowest and the fastest.
+//! `ours` (a `RedisBackend`, as the bench's `idemkit_redis`) or `minimum` (the bench's
+//! `plain_claim_minimum`: a plain `SET NX PX GET` and a function that reads the claim's
+//! expiry and the time and writes the result, with no checks); each pair is the bench's
+//! own code. It prints the median of 20 batches' pairs per second, with the slowest and
+//! the fastest.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use idemkit_core::{Backend, Claim, Response};
+use idemkit_core::Response;
 use idemkit_redis::RedisBackend;
 use idemkit_redis::redis::{self, aio::ConnectionManager};
+
+// The bench's pairs, its very code; the anchor's function goes unused here.
+#[allow(dead_code)]
+#[path = "../benches/support/pairs.rs"]
+mod pairs;
 
 const TASKS: u64 = 64;
 const BATCH: u64 = 4_000;
 const BATCHES: usize = 20;
-
-/// The least a completion of this backend's design does (the bench's, under a name of
-/// this example's own).
-const MINIMUM_LIBRARY: &str = r"#!lua name=idemkit_pairs_loop
-redis.register_function('idemkit_pairs_loop_complete', function(keys, args)
-  redis.call('PEXPIRETIME', keys[1])
-  local time = redis.call('TIME')
-  redis.call('SET', keys[1], args[1], 'XX', 'PX', args[2], 'GET')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
-end)";
 
 /// One series' pair: what each task runs for the key numbered `n`.
 #[derive(Clone)]
@@ -48,43 +44,9 @@ enum Series {
 impl Series {
     async fn pair(&self, n: u64) {
         match self {
-            Series::Ours(backend, response) => {
-                let key = format!("pairs-loop-{n}");
-                let Ok(Claim::New(token)) =
-                    backend.claim(&key, "fp", 1, Duration::from_secs(30)).await
-                else {
-                    panic!("{key} was not claimed as new");
-                };
-                let stored = backend
-                    .complete(&key, &token, response.clone(), Duration::from_secs(60))
-                    .await;
-                assert!(matches!(stored, Ok(true)), "{key} was not stored");
-            }
+            Series::Ours(backend, response) => pairs::idemkit_pair(backend, response, n).await,
             Series::Minimum(connection) => {
-                let mut connection = connection.clone();
-                let key = format!("pairs-loop-minimum:{{{n}}}");
-                let claim = "c".repeat(135);
-                let found: Option<String> = redis::cmd("SET")
-                    .arg(&key)
-                    .arg(&claim)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(90_000)
-                    .arg("GET")
-                    .query_async(&mut connection)
-                    .await
-                    .expect("SET NX GET");
-                assert!(found.is_none(), "{key} was not free");
-                let now: i64 = redis::cmd("FCALL")
-                    .arg("idemkit_pairs_loop_complete")
-                    .arg(1)
-                    .arg(&key)
-                    .arg(format!("{claim}ok"))
-                    .arg(60_000)
-                    .query_async(&mut connection)
-                    .await
-                    .expect("the completion");
-                assert!(now > 0, "the completion answered {now}");
+                pairs::plain_claim_minimum_pair(connection.clone(), n).await;
             }
         }
     }
@@ -123,7 +85,7 @@ fn main() {
                 let _: String = redis::cmd("FUNCTION")
                     .arg("LOAD")
                     .arg("REPLACE")
-                    .arg(MINIMUM_LIBRARY)
+                    .arg(pairs::LIBRARY)
                     .query_async(&mut connection)
                     .await
                     .expect("the minimum's function loads");
