@@ -18,10 +18,15 @@ const PAIRS: [[u8; 2]; 256] = {
 /// which must hold exactly that many.
 pub(crate) fn write_lower<'out, const N: usize>(bytes: &[u8; N], out: &'out mut [u8]) -> &'out str {
     assert_eq!(out.len(), 2 * N, "two hex digits per byte");
+    write_pairs(bytes, out);
+    std::str::from_utf8(out).expect("hex digits are ASCII")
+}
+
+/// The digit pairs of `bytes` into the first `2 * bytes.len()` bytes of `out`.
+fn write_pairs(bytes: &[u8], out: &mut [u8]) {
     for (pair, &byte) in out.chunks_exact_mut(2).zip(bytes) {
         pair.copy_from_slice(&PAIRS[usize::from(byte)]);
     }
-    std::str::from_utf8(out).expect("hex digits are ASCII")
 }
 
 /// The 32 bytes that `hex`'s 64 lowercase hex digits stand for, or `None` if `hex` is
@@ -70,9 +75,7 @@ fn value_of(byte: u8) -> (u8, u8) {
 pub(crate) fn is_lower_of(bytes: &[u8; 32], hex: &[u8]) -> bool {
     hex.len() == 64 && hex[..2] == PAIRS[usize::from(bytes[0])] && {
         let mut digits = [0u8; 64];
-        for (pair, &byte) in digits.chunks_exact_mut(2).zip(bytes) {
-            pair.copy_from_slice(&PAIRS[usize::from(byte)]);
-        }
+        write_pairs(bytes, &mut digits);
         digits[..] == *hex
     }
 }

@@ -108,12 +108,10 @@ impl Names {
                 (names.into(), usize::from(*key_len))
             }
             Names::Digests(digests) => {
-                let mut text = [0u8; 128];
-                let (key, fingerprint) = text.split_at_mut(64);
-                hex::write_lower(first_half(digests), key);
-                hex::write_lower(second_half(digests), fingerprint);
-                let names = std::str::from_utf8(&text).expect("hex digits are ASCII");
-                (names.into(), 64)
+                let mut names = String::with_capacity(128);
+                names.push_str(hex::write_lower(first_half(digests), &mut [0; 64]));
+                names.push_str(hex::write_lower(second_half(digests), &mut [0; 64]));
+                (names.into_boxed_str(), 64)
             }
             Names::Boxed { key_len, names } => (names.clone(), *key_len as usize),
         }
@@ -206,14 +204,18 @@ mod tests {
         assert_eq!(std::mem::size_of::<Names>(), 24);
     }
 
+    /// `bytes` as the lowercase hex an executor's names are written in.
+    fn hex_of(bytes: [u8; 32]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
     /// A name of any form: an executor's hex digest, one with a digit changed to one a
     /// digest would not hold, or any string.
     fn name() -> impl Strategy<Value = String> {
         prop_oneof![
-            any::<[u8; 32]>()
-                .prop_map(|bytes| { bytes.iter().map(|byte| format!("{byte:02x}")).collect() }),
+            any::<[u8; 32]>().prop_map(hex_of),
             (any::<[u8; 32]>(), 0..64usize, "[g-zA-Z]").prop_map(|(bytes, at, digit)| {
-                let mut text: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+                let mut text = hex_of(bytes);
                 text.replace_range(at..=at, &digit);
                 text
             }),

@@ -73,8 +73,9 @@ pub async fn plain_claim_minimum_pair(mut connection: ConnectionManager, n: u64)
     .await;
 }
 
-/// The anchor's function and the minimum functions, in a library of the bench's own.
+/// The anchor's function: it returns 1 and does nothing else.
 pub const TRIVIAL_FUNCTION: &str = "idemkit_bench_trivial";
+/// The anchor's function and the minimum functions, in a library of the bench's own.
 pub const LIBRARY: &str = r"#!lua name=idemkit_bench
 redis.register_function('idemkit_bench_trivial', function() return 1 end)
 redis.register_function('idemkit_bench_claim', function(keys, args)
