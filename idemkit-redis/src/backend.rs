@@ -163,14 +163,14 @@ impl Inner {
             return Ok(());
         };
         let limit = replicas.timeout.saturating_add(self.command_timeout);
-        let waited = self
-            .runtime
-            .within(
-                limit,
-                self.commands
-                    .wait_for_replicas(storage_key, replicas.count, replicas.timeout),
-            )
-            .await;
+        // Boxed: the wait holds a cluster's routed command, several kilobytes, which
+        // every claim and completion future would otherwise carry (and copy) unused.
+        let wait = Box::pin(self.commands.wait_for_replicas(
+            storage_key,
+            replicas.count,
+            replicas.timeout,
+        ));
+        let waited = self.runtime.within(limit, wait).await;
         match waited {
             Ok(Ok(acknowledged)) if acknowledged >= i64::from(replicas.count) => Ok(()),
             Ok(Ok(acknowledged)) => Err(storage(

@@ -13,9 +13,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use event_listener::Event;
 use idemkit_core::{Runtime, Sleep, Timer};
-use parking_lot::Mutex;
+
+mod driven;
+mod handoff;
+mod within;
+
+pub(crate) use self::driven::Driven;
+pub(crate) use self::handoff::handoff;
+pub(crate) use self::within::{Elapsed, Within, within};
 
 /// The async runtime a backend runs on: its connections, its background work and its time
 /// limits. What [`RedisBuilder::runtime`](crate::RedisBuilder::runtime) takes; made from
@@ -126,12 +132,8 @@ impl OnRuntime {
     }
 
     /// `future`'s output if it is ready within `limit`, else [`Elapsed`].
-    pub(crate) async fn within<F: Future>(
-        &self,
-        limit: Duration,
-        future: F,
-    ) -> Result<F::Output, Elapsed> {
-        within(&*self.runtime, limit, future).await
+    pub(crate) fn within<F: Future>(&self, limit: Duration, future: F) -> Within<'_, F> {
+        within(&*self.runtime, limit, future)
     }
 
     /// Polls `future`, which may make or remake connections, so that the `redis` crate
@@ -143,45 +145,32 @@ impl OnRuntime {
     /// On smol, the reactor and executor serve any thread; only a tokio context would
     /// mislead the `redis` crate (built with both runtimes), so under one the future runs
     /// as a task of smol's executor instead, and dropping this future cancels it.
-    pub(crate) async fn drive<F>(&self, future: F) -> F::Output
+    pub(crate) fn drive<F>(&self, future: F) -> Driven<'_, F>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        #[cfg(feature = "tokio")]
-        if let Some(handle) = &self.tokio {
-            return entered(handle, future).await;
-        }
         #[cfg(all(feature = "tokio", feature = "smol"))]
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return smol::spawn(future).await;
+        if self.tokio.is_none() && tokio::runtime::Handle::try_current().is_ok() {
+            return Driven::Spawned {
+                task: smol::spawn(future),
+            };
         }
-        future.await
+        self.drive_here(future)
     }
-}
 
-#[cfg(test)]
-impl OnRuntime {
-    /// [`OnRuntime::drive`] for tests' borrowed futures: inside tokio's context on tokio,
-    /// as it is on smol (the tests that use it run outside any tokio runtime).
-    pub(crate) async fn drive_here<F: Future>(&self, future: F) -> F::Output {
-        #[cfg(feature = "tokio")]
-        if let Some(handle) = &self.tokio {
-            return entered(handle, future).await;
+    /// [`OnRuntime::drive`] for a future that must be polled where it is (a borrowed one):
+    /// inside tokio's context on tokio, as it is on smol (so not under a tokio context
+    /// with smol chosen).
+    pub(crate) fn drive_here<F: Future>(&self, future: F) -> Driven<'_, F> {
+        Driven::Here {
+            #[cfg(feature = "tokio")]
+            enter: self.tokio.as_ref(),
+            #[cfg(not(feature = "tokio"))]
+            enter: None,
+            future,
         }
-        future.await
     }
-}
-
-/// `future`, polled inside `handle`'s runtime context.
-#[cfg(feature = "tokio")]
-async fn entered<F: Future>(handle: &tokio::runtime::Handle, future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    std::future::poll_fn(|cx| {
-        let _entered = handle.enter();
-        future.as_mut().poll(cx)
-    })
-    .await
 }
 
 /// A core runtime on a tokio runtime, with the handle to enter.
@@ -261,88 +250,9 @@ impl Runtime for Dedicated {
     }
 }
 
-/// A time limit ran out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Elapsed;
-
-/// `future`'s output if it is ready within `limit` on `timer`, else [`Elapsed`] (and
-/// `future` is dropped).
-pub(crate) async fn within<F: Future>(
-    timer: &dyn Timer,
-    limit: Duration,
-    future: F,
-) -> Result<F::Output, Elapsed> {
-    let sleep = timer.sleep(limit);
-    futures_lite::future::or(async { Ok(future.await) }, async {
-        sleep.await;
-        Err(Elapsed)
-    })
-    .await
-}
-
-/// One value handed from a background task to whoever waits for it: the receiving half
-/// of [`handoff`].
-pub(crate) struct Receipt<T> {
-    shared: Arc<Handoff<T>>,
-}
-
-/// The sending half of [`handoff`]; dropping it unsent tells the receiver nothing comes.
-pub(crate) struct Sender<T> {
-    shared: Arc<Handoff<T>>,
-}
-
-struct Handoff<T> {
-    /// `None` while waiting; `Some(None)` once the sender is gone without a value.
-    slot: Mutex<Option<Option<T>>>,
-    done: Event,
-}
-
-/// A one-value channel that needs no runtime (the backend's runtime may be either).
-pub(crate) fn handoff<T>() -> (Sender<T>, Receipt<T>) {
-    let shared = Arc::new(Handoff {
-        slot: Mutex::new(None),
-        done: Event::new(),
-    });
-    (
-        Sender {
-            shared: shared.clone(),
-        },
-        Receipt { shared },
-    )
-}
-
-impl<T> Sender<T> {
-    /// Hands `value` over.
-    pub(crate) fn send(self, value: T) {
-        *self.shared.slot.lock() = Some(Some(value));
-        // The drop below wakes the receiver.
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        self.shared.slot.lock().get_or_insert(None);
-        self.shared.done.notify(usize::MAX);
-    }
-}
-
-impl<T> Receipt<T> {
-    /// The value, or `None` if the sender was dropped without one.
-    pub(crate) async fn recv(self) -> Option<T> {
-        loop {
-            let listener = self.shared.done.listen();
-            if let Some(outcome) = self.shared.slot.lock().take() {
-                return outcome;
-            }
-            listener.await;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idemkit_core::ThreadTimer;
 
     async fn both_limits(runtime: &OnRuntime) {
         let quick = runtime.within(Duration::from_secs(60), async { 7 }).await;
@@ -408,28 +318,4 @@ mod tests {
             .drive(async { tokio::runtime::Handle::try_current().is_ok() })
             .await;
         assert!(!seen, "the redis crate would find tokio there");
-    }
-
-    #[test]
-    fn limits_work_on_any_timer() {
-        futures_lite::future::block_on(async {
-            let stuck = within(
-                &ThreadTimer,
-                Duration::from_millis(10),
-                std::future::pending::<()>(),
-            )
-            .await;
-            assert_eq!(stuck, Err(Elapsed));
-        });
-    }
-
-    #[test]
-    fn a_handoff_delivers_or_says_nothing_comes() {
-        let (sender, receipt) = handoff();
-        std::thread::spawn(move || sender.send(5));
-        assert_eq!(futures_lite::future::block_on(receipt.recv()), Some(5));
-        let (sender, receipt) = handoff::<u8>();
-        std::thread::spawn(move || drop(sender));
-        assert_eq!(futures_lite::future::block_on(receipt.recv()), None);
-    }
-}
+    }}
