@@ -17,7 +17,8 @@ pub(crate) type Enter = std::convert::Infallible;
 /// A task the future was handed to: smol's, with both runtimes built in.
 #[cfg(all(feature = "tokio", feature = "smol"))]
 pub(crate) type Task<T> = smol::Task<T>;
-/// A task the future was handed to: with one runtime built in, never one.
+/// A task the future was handed to: with one runtime built in, nothing is, and this
+/// stands in for a task that is never made.
 #[cfg(not(all(feature = "tokio", feature = "smol")))]
 pub(crate) type Task<T> = std::future::Pending<T>;
 
