@@ -3,7 +3,9 @@
 //!
 //! - `idemkit_redis`: this crate's backend, 64 tokio tasks sharing one `RedisBackend`
 //!   (one multiplexed connection), each claiming a fresh key and completing it (2-byte
-//!   body, 60 s TTL), again and again;
+//!   body, 60 s TTL), again and again. The tasks run on one thread, as the reference's
+//!   64 run on one asyncio thread (`IDEMKIT_BENCH_WORKERS=2` gives them two: on a
+//!   two-core machine the client's second thread takes the server's core);
 //! - `redis_benchmark_ceiling`: the server's own ceiling for the same number of round
 //!   trips: `redis-benchmark` at concurrency 64 sending `EVALSHA` of a trivial script
 //!   (`return 1`) on a random key, two requests per pair;
@@ -39,10 +41,12 @@
 //! time is what they report for the batch, without their process start-up), and hands
 //! criterion the time per pair times the iterations it asked for: a process per sample
 //! could not run the tens of thousands of iterations criterion would ask of a fast
-//! series, nor a slow one a single pair meaningfully. At the end the bench prints, per
-//! series, the median pairs per second over its ten samples with the slowest and fastest
-//! sample and its server CPU per pair, and the ratios of the goals: idemkit_redis /
-//! ceiling (goal: at least 0.5) and idemkit_redis / python_reference (goal: at least 10).
+//! series, nor a slow one a single pair meaningfully. Before each timed batch, a series
+//! this process runs has one batch untimed, to warm up (see `Bench::warm_up`). At the
+//! end the bench prints, per series, the median pairs per second over its ten samples
+//! with the slowest and fastest sample and its server CPU per pair, and the ratios of
+//! the goals: idemkit_redis / ceiling (goal: at least 0.5) and idemkit_redis /
+//! python_reference (goal: at least 10).
 //! Then paired rounds, one batch of each series back to back per round, with the same
 //! figures per round and their medians.
 //!
@@ -453,44 +457,78 @@ struct Bench<'a> {
     python: Option<&'a Path>,
 }
 
+/// One batch of a series, run by [`Bench::runner`]: how long its pairs took.
+type Runner<'a> = Box<dyn Fn() -> Duration + 'a>;
+
 impl Bench<'_> {
-    /// One batch of `series`, measured (`None` for the Python series without Python).
-    fn run(&self, series: &'static str) -> Option<Batch> {
-        let batch = match series {
-            "idemkit_redis" => measured(self.server, series, true, || {
-                idemkit_pairs(self.runtime, self.backend)
-            }),
-            "anchor_trivial_fcall" => measured(self.server, series, true, || {
-                connection_pairs(self.runtime, self.connection, trivial_pair)
-            }),
-            "floor_plain_commands" => measured(self.server, series, true, || {
-                connection_pairs(self.runtime, self.connection, floor_pair)
-            }),
-            "functions_minimum" => measured(self.server, series, true, || {
-                connection_pairs(self.runtime, self.connection, functions_minimum_pair)
-            }),
-            "plain_claim_minimum" => measured(self.server, series, true, || {
-                connection_pairs(self.runtime, self.connection, plain_claim_minimum_pair)
-            }),
-            "redis_benchmark_ceiling" => measured(self.server, series, false, || {
-                ceiling_pairs(self.server, self.sha)
-            }),
+    /// How to run one batch of `series`, and whether this process is its client (`None`
+    /// for the Python series without Python).
+    fn runner(&self, series: &'static str) -> Option<(bool, Runner<'_>)> {
+        Some(match series {
+            "idemkit_redis" => (true, Box::new(|| idemkit_pairs(self.runtime, self.backend))),
+            "anchor_trivial_fcall" => (
+                true,
+                Box::new(|| connection_pairs(self.runtime, self.connection, trivial_pair)),
+            ),
+            "floor_plain_commands" => (
+                true,
+                Box::new(|| connection_pairs(self.runtime, self.connection, floor_pair)),
+            ),
+            "functions_minimum" => (
+                true,
+                Box::new(|| {
+                    connection_pairs(self.runtime, self.connection, functions_minimum_pair)
+                }),
+            ),
+            "plain_claim_minimum" => (
+                true,
+                Box::new(|| {
+                    connection_pairs(self.runtime, self.connection, plain_claim_minimum_pair)
+                }),
+            ),
+            "redis_benchmark_ceiling" => (false, Box::new(|| ceiling_pairs(self.server, self.sha))),
             "python_reference" => {
                 let script = self.python?;
-                let mut batch = measured(self.server, series, false, || {
-                    python_pairs(script, &self.server.url())
-                });
-                // The script warms up first (its scripts, its pool) with up to ten pairs
-                // per task, on the same server: those count in its server time too.
-                let warm_up = batch.pairs.min(10 * TASKS);
-                batch.server_cpu = batch
-                    .server_cpu
-                    .mul_f64(batch.pairs as f64 / (batch.pairs + warm_up) as f64);
-                BATCHES.lock().unwrap().last_mut().unwrap().server_cpu = batch.server_cpu;
-                batch
+                (
+                    false,
+                    Box::new(move || python_pairs(script, &self.server.url())),
+                )
             }
             other => unreachable!("no series {other}"),
-        };
+        })
+    }
+
+    /// One batch of `series` untimed, when this process is its client: while another
+    /// process runs its batch (the reference's takes over half a second) this one's
+    /// threads sleep, and the first batch after such a wait ran slower than the same
+    /// series after one of this process's (BENCHMARKS.md, run M). A series in another
+    /// process warms up by itself (the reference) or needs none (`redis-benchmark`).
+    fn warm_up(&self, series: &'static str) {
+        if let Some((true, run)) = self.runner(series) {
+            run();
+        }
+    }
+
+    /// One batch of `series`, measured, after its warm-up (`None` for the Python series
+    /// without Python).
+    fn run(&self, series: &'static str) -> Option<Batch> {
+        self.warm_up(series);
+        self.measure(series)
+    }
+
+    /// One batch of `series`, measured, without a warm-up.
+    fn measure(&self, series: &'static str) -> Option<Batch> {
+        let (in_process, run) = self.runner(series)?;
+        let mut batch = measured(self.server, series, in_process, run);
+        if series == "python_reference" {
+            // The script warms up first (its scripts, its pool) with up to ten pairs per
+            // task, on the same server: those count in its server time too.
+            let warm_up = batch.pairs.min(10 * TASKS);
+            batch.server_cpu = batch
+                .server_cpu
+                .mul_f64(batch.pairs as f64 / (batch.pairs + warm_up) as f64);
+            BATCHES.lock().unwrap().last_mut().unwrap().server_cpu = batch.server_cpu;
+        }
         Some(batch)
     }
 }
@@ -508,11 +546,13 @@ fn main() {
     server
         .cli(&["FUNCTION", "LOAD", "REPLACE", LIBRARY])
         .expect("the anchor's function loads");
-    // Client threads: 2 by default, the machine's cores.
+    // Client threads: one by default, as the reference's asyncio loop; the server has
+    // the machine's other core. (Two ran ours 25% to 35% slower here, the client's
+    // threads and the server taking turns on two cores: BENCHMARKS.md, run M.)
     let workers = std::env::var("IDEMKIT_BENCH_WORKERS")
         .ok()
         .and_then(|workers| workers.parse().ok())
-        .unwrap_or(2);
+        .unwrap_or(1);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
@@ -584,11 +624,12 @@ fn main() {
 fn where_the_time_goes(bench: &Bench<'_>) {
     println!("\nredis_pairs, where the server's time goes (INFO commandstats over one batch)");
     for series in SERIES {
+        bench.warm_up(series);
         bench
             .server
             .cli(&["CONFIG", "RESETSTAT"])
             .expect("CONFIG RESETSTAT");
-        let Some(batch) = bench.run(series) else {
+        let Some(batch) = bench.measure(series) else {
             continue;
         };
         let stats = bench
