@@ -547,8 +547,8 @@ fn main() {
         .cli(&["FUNCTION", "LOAD", "REPLACE", LIBRARY])
         .expect("the anchor's function loads");
     // Client threads: one by default, as the reference's asyncio loop; the server has
-    // the machine's other core. (Two ran ours 25% to 35% slower here, the client's
-    // threads and the server taking turns on two cores: BENCHMARKS.md, run M.)
+    // the machine's other core. (Two ran ours a fifth to a third slower here, the
+    // client's threads and the server taking turns on two cores: BENCHMARKS.md, run M.)
     let workers = std::env::var("IDEMKIT_BENCH_WORKERS")
         .ok()
         .and_then(|workers| workers.parse().ok())
