@@ -1,10 +1,13 @@
 //! A fixed mix of requests for counting instructions: `n` requests through an axum app
 //! alone (`bare`), behind the idempotency layer with a new key each (`new`), or replaying
-//! one key (`replay`), called in process (no sockets) on a current-thread runtime.
-//! Nothing is timed: run it under `valgrind --tool=callgrind`, whose counts do not move
-//! with the machine's load, to compare two versions of the code (BENCHMARKS.md, "The
-//! one-trait seam"). Under valgrind SHA-256 runs without the CPU's SHA instructions, so
-//! hashing weighs more there than on the machine itself.
+//! one key (`replay`), called in process (no sockets) on a current-thread runtime;
+//! `floor-new` and `floor-replay` send the same requests through the floor layer of
+//! `wrk_floor` instead (`support/floor.rs`: the least a run-once layer does), so the two
+//! layers' counts can be set side by side. Nothing is timed: run it under
+//! `valgrind --tool=callgrind`, whose counts do not move with the machine's load, to
+//! compare two versions of the code (BENCHMARKS.md, "The one-trait seam"). Under
+//! valgrind SHA-256 runs without the CPU's SHA instructions, so hashing weighs more
+//! there than on the machine itself.
 //!
 //! ```sh
 //! cargo build --release -p idemkit-tower --example layer_mix
@@ -22,6 +25,9 @@ use http_body_util::BodyExt;
 use idemkit_core::{InMemoryBackend, Policy};
 use idemkit_tower::IdempotencyLayer;
 use tower::ServiceExt;
+
+#[path = "support/floor.rs"]
+mod floor;
 
 /// The app: a small JSON answer, as a create endpoint would give (the loopback bench's).
 fn app() -> Router {
@@ -56,14 +62,19 @@ async fn main() {
     let router = match mode.as_str() {
         "bare" => app(),
         "new" | "replay" => app().layer(layer),
+        "floor-new" | "floor-replay" => app().layer(floor::FloorLayer::default()),
         other => {
-            eprintln!("layer_mix: the mode is `bare`, `new` or `replay`, not {other:?}");
+            eprintln!(
+                "layer_mix: the mode is `bare`, `new`, `replay`, `floor-new` or \
+                 `floor-replay`, not {other:?}"
+            );
             std::process::exit(2);
         }
     };
+    let replay = mode.ends_with("replay");
     let mut bytes = 0usize;
     for i in 0..n {
-        let key = if mode == "replay" { 0 } else { i };
+        let key = if replay { 0 } else { i };
         let request = http::Request::post("/orders")
             .header(http::header::CONTENT_TYPE, "application/json")
             .header("idempotency-key", format!("order-{key}"))
