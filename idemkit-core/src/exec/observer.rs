@@ -1,6 +1,5 @@
 //! [`Observer`]: where an executor reports the one [`Event`] of each run.
 
-use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
@@ -9,9 +8,6 @@ use std::time::{Duration, Instant};
 use crate::exec::outcome::{Event, Outcome, RunError};
 use crate::exec::run_loop::Finished;
 use crate::key::Key;
-
-/// A panic caught from an operation, to be resumed once its claim is released.
-pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
 /// A callback that receives events.
 type Callback = dyn Fn(&Event) + Send + Sync;

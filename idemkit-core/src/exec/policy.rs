@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::policy_builder::PolicyBuilder;
 use crate::response::Response;
 
 /// Which results are stored and replayed.
@@ -143,27 +142,6 @@ impl Policy {
             Heartbeat::Every(interval) => Some(interval),
             Heartbeat::Off => None,
         }
-    }
-
-    /// A builder starting from this policy, to change some of its settings.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use idemkit_core::Policy;
-    ///
-    /// let base = Policy::builder().lease_ttl(Duration::from_secs(5)).build()?;
-    /// let patient = base.to_builder().wait_timeout(Duration::from_secs(60)).build()?;
-    /// assert_eq!(patient.lease_ttl(), Duration::from_secs(5));
-    /// assert_eq!(patient.wait_timeout(), Duration::from_secs(60));
-    /// # Ok::<(), idemkit_core::ConfigError>(())
-    /// ```
-    pub fn to_builder(&self) -> PolicyBuilder {
-        PolicyBuilder::from_policy(self.clone())
-    }
-
-    /// A builder starting from [`Policy::default`].
-    pub fn builder() -> PolicyBuilder {
-        PolicyBuilder::from_policy(Policy::default())
     }
 }
 

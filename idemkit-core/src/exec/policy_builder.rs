@@ -27,6 +27,31 @@ pub struct PolicyBuilder {
     policy: Policy,
 }
 
+// A policy's two ways to a builder live beside the builder, so that the policy's own
+// file needs nothing from this one.
+impl Policy {
+    /// A builder starting from this policy, to change some of its settings.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idemkit_core::Policy;
+    ///
+    /// let base = Policy::builder().lease_ttl(Duration::from_secs(5)).build()?;
+    /// let patient = base.to_builder().wait_timeout(Duration::from_secs(60)).build()?;
+    /// assert_eq!(patient.lease_ttl(), Duration::from_secs(5));
+    /// assert_eq!(patient.wait_timeout(), Duration::from_secs(60));
+    /// # Ok::<(), idemkit_core::ConfigError>(())
+    /// ```
+    pub fn to_builder(&self) -> PolicyBuilder {
+        PolicyBuilder::from_policy(self.clone())
+    }
+
+    /// A builder starting from [`Policy::default`].
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::from_policy(Policy::default())
+    }
+}
+
 impl PolicyBuilder {
     pub(crate) fn from_policy(policy: Policy) -> PolicyBuilder {
         PolicyBuilder { policy }

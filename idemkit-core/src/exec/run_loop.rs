@@ -6,6 +6,7 @@
 //! a release or a lapse, run, store or release, and what to report: all of it is decided
 //! here, from the pure decisions in `decide`.
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,6 @@ use std::time::{Duration, Instant};
 use crate::claim::Claim;
 use crate::error::Error;
 use crate::exec::decide::{self, AfterWait, LeaseTracker, Next};
-use crate::exec::observer::Panic;
 use crate::exec::outcome::{Decision, Outcome, RunError, Unstored};
 use crate::exec::policy::{OnStorageError, Policy};
 use crate::key::Fingerprint;
@@ -55,6 +55,9 @@ pub(crate) struct Held {
     /// How often to renew it; `None` for no heartbeat.
     pub(crate) interval: Option<Duration>,
 }
+
+/// A panic caught from an operation, to be resumed once its claim is released.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
 /// How the operation ended, as the executor saw it.
 pub(crate) enum Ran<E> {
