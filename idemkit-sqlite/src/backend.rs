@@ -57,13 +57,6 @@ pub(crate) struct Inner {
 }
 
 impl SqliteBackend {
-    /// A backend on the file at `path` with the defaults: table `idemkit_records`
-    /// (created if the file has none), 60 s reclaim grace, no capacity limit,
-    /// `synchronous=FULL`, 5 s busy timeout. A missing file is created.
-    pub fn open(path: impl AsRef<Path>) -> Result<SqliteBackend, OpenError> {
-        crate::SqliteBuilder::new(path).build()
-    }
-
     /// Creates the table `table` in the file at `path` (and the file) if missing, or
     /// upgrades it to the current schema version, and says which it did. Run again, it
     /// does nothing and says so. A table it does not understand (another program's, or a
@@ -86,7 +79,7 @@ impl SqliteBackend {
     pub fn migrate(path: impl AsRef<Path>, table: &str) -> Result<Migration, OpenError> {
         let path = path.as_ref();
         let table = TableName::new(table)?;
-        let settings = crate::builder::default_settings();
+        let settings = Settings::DEFAULT;
         let mut connection = connect(path, &settings)?;
         let migration = ensure(&mut connection, path, &table, Absent::CreateAnywhere)?;
         configure(&connection, path, &settings)?;

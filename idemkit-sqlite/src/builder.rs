@@ -15,15 +15,6 @@ use crate::ops::Rules;
 use crate::schema::Absent;
 use crate::table::TableName;
 
-/// The settings of [`SqliteBackend::open`] and [`SqliteBackend::migrate`].
-pub(crate) fn default_settings() -> Settings {
-    Settings {
-        busy_timeout: SqliteBuilder::DEFAULT_BUSY_TIMEOUT,
-        synchronous: Synchronous::Full,
-        max_page_count: None,
-    }
-}
-
 /// How to open a [`SqliteBackend`]: the file, and everything else.
 ///
 /// ```
@@ -55,9 +46,20 @@ pub struct SqliteBuilder {
     on_corrupt: Option<OnCorrupt>,
 }
 
+// The backend's shortest way in goes through the builder, so it is written beside it:
+// the backend's own file needs nothing from this one.
+impl SqliteBackend {
+    /// A backend on the file at `path` with the defaults: table `idemkit_records`
+    /// (created if the file has none), 60 s reclaim grace, no capacity limit,
+    /// `synchronous=FULL`, 5 s busy timeout. A missing file is created.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteBackend, OpenError> {
+        SqliteBuilder::new(path).build()
+    }
+}
+
 impl SqliteBuilder {
     /// The busy timeout unless set: how long a write waits for another process's.
-    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const DEFAULT_BUSY_TIMEOUT: Duration = Settings::DEFAULT.busy_timeout;
 
     /// A builder for the file at `path` (created if missing), with the defaults of
     /// [`SqliteBackend::open`].
@@ -69,7 +71,7 @@ impl SqliteBuilder {
                 reclaim_grace: Store::DEFAULT_RECLAIM_GRACE,
                 max_records: None,
             },
-            settings: default_settings(),
+            settings: Settings::DEFAULT,
             clock: FileClock::system(),
             absent: Absent::Create,
             on_corrupt: None,

@@ -51,6 +51,17 @@ pub(crate) struct Settings {
     pub(crate) max_page_count: Option<u32>,
 }
 
+impl Settings {
+    /// The settings of [`SqliteBackend::open`](crate::SqliteBackend::open) and
+    /// [`SqliteBackend::migrate`](crate::SqliteBackend::migrate): a write waits 5 s for
+    /// another process's, every commit is synced, and the file has no size limit.
+    pub(crate) const DEFAULT: Settings = Settings {
+        busy_timeout: Duration::from_secs(5),
+        synchronous: Synchronous::Full,
+        max_page_count: None,
+    };
+}
+
 /// A connection to `path`, created if missing, in WAL mode with `settings`. A file that
 /// is not a database, or that cannot be written, is refused before anything is written.
 pub(crate) fn open(path: &Path, settings: &Settings) -> Result<Connection, OpenError> {
