@@ -13,7 +13,7 @@ use crate::error::{Cause, storage};
 use crate::releases::PendingReleases;
 use crate::responses::SharedResponses;
 use crate::row::{Stored, columns, decode};
-use crate::run_transaction::RunRegistry;
+use crate::run_registry::RunRegistry;
 use crate::runtime::{Elapsed, Spawner, Timers, sleep, within};
 use crate::statements::Statements;
 use crate::table::TableName;

@@ -120,6 +120,7 @@ mod operator;
 mod releases;
 mod responses;
 mod row;
+mod run_registry;
 mod run_transaction;
 mod runtime;
 mod schema;

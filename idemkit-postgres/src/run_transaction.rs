@@ -10,17 +10,16 @@
 //! and [`RunTransaction::finish`] tells the layer so, so that it refuses instead of
 //! answering success for an effect that does not exist.
 
-use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 
 use idemkit_core::{ClaimToken, Error, Response};
-use parking_lot::Mutex;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use crate::backend::{Inner, On, PostgresBackend};
 use crate::error::{Cause, storage};
+use crate::run_registry::{COMMITTED, DISCARDED, OPEN, ROLLED_BACK, RunState};
 use crate::runtime::Timers;
 
 /// How a run's transaction ended, as [`RunTransaction::finish`] reports it.
@@ -39,26 +38,12 @@ pub enum RunEffect {
     RolledBack,
 }
 
-const OPEN: u8 = 0;
-const COMMITTED: u8 = 1;
-const DISCARDED: u8 = 2;
-const ROLLED_BACK: u8 = 3;
-
-/// What the handler and the backend share about one run.
-struct Shared {
-    backend: PostgresBackend,
-    key: String,
-    token: Mutex<Option<ClaimToken>>,
-    /// The open transaction while no handler holds it.
-    slot: Mutex<Option<Transaction<'static, Postgres>>>,
-    state: AtomicU8,
-}
-
 /// The transaction of one run of `key` behind an HTTP layer: see the module docs.
 /// Cloning it is cheap; clones are the same run.
 #[derive(Clone)]
 pub struct RunTransaction {
-    shared: Arc<Shared>,
+    backend: PostgresBackend,
+    shared: Arc<RunState>,
 }
 
 impl std::fmt::Debug for RunTransaction {
@@ -67,43 +52,6 @@ impl std::fmt::Debug for RunTransaction {
             .field("key", &self.shared.key)
             .field("state", &self.shared.state.load(Ordering::Acquire))
             .finish_non_exhaustive()
-    }
-}
-
-/// The runs of this process whose handlers began a transaction, by key and claim token,
-/// and the token each key was last claimed with here.
-#[derive(Default)]
-pub(crate) struct RunRegistry {
-    claimed: Mutex<HashMap<String, ClaimToken>>,
-    parked: Mutex<HashMap<(String, ClaimToken), Arc<Shared>>>,
-    enabled: std::sync::atomic::AtomicBool,
-}
-
-impl RunRegistry {
-    fn enabled(&self) -> bool {
-        self.enabled.load(Ordering::Acquire)
-    }
-
-    /// A claim of `key` won here with `token`.
-    pub(crate) fn claimed(&self, key: &str, token: &ClaimToken) {
-        if self.enabled() {
-            self.claimed.lock().insert(key.to_owned(), token.clone());
-        }
-    }
-
-    /// The run of `key` that `token` holds, if its handler began a transaction; the key's
-    /// claim is forgotten either way (the claim ends here).
-    fn take(&self, key: &str, token: &ClaimToken) -> Option<Arc<Shared>> {
-        if !self.enabled() {
-            return None;
-        }
-        {
-            let mut claimed = self.claimed.lock();
-            if claimed.get(key) == Some(token) {
-                claimed.remove(key);
-            }
-        }
-        self.parked.lock().remove(&(key.to_owned(), token.clone()))
     }
 }
 
@@ -174,15 +122,10 @@ impl RunTransaction {
     /// A run of `key` (the key the executor claims: the layer's effective key) on
     /// `backend`, not begun yet.
     pub fn new(backend: &PostgresBackend, key: &str) -> RunTransaction {
-        backend.inner.runs.enabled.store(true, Ordering::Release);
+        backend.inner.runs.enable();
         RunTransaction {
-            shared: Arc::new(Shared {
-                backend: backend.clone(),
-                key: key.to_owned(),
-                token: Mutex::new(None),
-                slot: Mutex::new(None),
-                state: AtomicU8::new(OPEN),
-            }),
+            backend: backend.clone(),
+            shared: Arc::new(RunState::new(key)),
         }
     }
 
@@ -198,32 +141,22 @@ impl RunTransaction {
                 home: shared.clone(),
             });
         }
-        let inner = &shared.backend.inner;
-        let token = inner
-            .runs
-            .claimed
-            .lock()
-            .get(&shared.key)
-            .cloned()
-            .ok_or_else(|| {
-                storage(
-                    "begin",
-                    Cause::Invalid(
-                        "no claim of this key is held in this process: begin a run's \
+        let inner = &self.backend.inner;
+        let token = inner.runs.token_of(&shared.key).ok_or_else(|| {
+            storage(
+                "begin",
+                Cause::Invalid(
+                    "no claim of this key is held in this process: begin a run's \
                          transaction from the handler the idempotency layer runs"
-                            .into(),
-                    ),
-                )
-            })?;
+                        .into(),
+                ),
+            )
+        })?;
         let transaction = inner
             .timed("begin", Timers::Auto, inner.pool.begin())
             .await?;
         *shared.token.lock() = Some(token.clone());
-        inner
-            .runs
-            .parked
-            .lock()
-            .insert((shared.key.clone(), token), shared.clone());
+        inner.runs.park(token, shared.clone());
         Ok(RunConnection {
             transaction: Some(transaction),
             home: shared.clone(),
@@ -244,7 +177,7 @@ impl RunTransaction {
                 _ => RunEffect::NotBegun,
             };
         };
-        discard(&shared.backend.inner, &shared.key, &token);
+        discard(&self.backend.inner, &shared.key, &token);
         match shared.state.load(Ordering::Acquire) {
             COMMITTED => RunEffect::Committed,
             ROLLED_BACK => RunEffect::RolledBack,
@@ -257,7 +190,7 @@ impl RunTransaction {
 /// parks the transaction for the completion.
 pub struct RunConnection {
     transaction: Option<Transaction<'static, Postgres>>,
-    home: Arc<Shared>,
+    home: Arc<RunState>,
 }
 
 impl Deref for RunConnection {
