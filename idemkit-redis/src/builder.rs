@@ -186,7 +186,11 @@ impl RedisBuilder {
     /// its own reconnection settings). `client` connects the backend's subscription
     /// connection, which a connection manager cannot share; it should reach the same
     /// server.
-    pub fn connection_manager(self, client: redis::Client, manager: ConnectionManager) -> RedisBuilder {
+    pub fn connection_manager(
+        self,
+        client: redis::Client,
+        manager: ConnectionManager,
+    ) -> RedisBuilder {
         self.target(Ok(Target::Server {
             client,
             manager: Some(manager),
@@ -396,7 +400,10 @@ impl RedisBuilder {
             }
         };
         check_eviction(&commands, self.eviction, self.command_timeout, &runtime).await?;
-        connected(runtime.within(limit, commands.ensure_library()).await, limit)?;
+        connected(
+            runtime.within(limit, commands.ensure_library()).await,
+            limit,
+        )?;
         Ok(RedisBackend {
             inner: Arc::new(Inner {
                 commands,

@@ -88,7 +88,9 @@ impl Commands {
     /// Loads the library (on every master of a cluster), replacing any version of it.
     pub(crate) async fn load_library(&self) -> RedisResult<()> {
         let mut load = redis::cmd("FUNCTION");
-        load.arg("LOAD").arg("REPLACE").arg(scripts::LIBRARY.as_str());
+        load.arg("LOAD")
+            .arg("REPLACE")
+            .arg(scripts::LIBRARY.as_str());
         // A cluster routes `FUNCTION LOAD` to every master.
         self.send(&load).await.map(drop)
     }
@@ -176,9 +178,10 @@ pub(crate) fn function_missing(error: &RedisError) -> bool {
     };
     // A pipeline's failure carries its commands' errors, and no detail of its own.
     not_found(error.detail())
-        || error.clone().into_server_errors().is_some_and(|errors| {
-            errors.iter().any(|(_, error)| not_found(error.details()))
-        })
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, error)| not_found(error.details())))
 }
 
 /// The start of an `FCALL` of `function` on the one key `key`; the caller adds the

@@ -121,7 +121,10 @@ mod tests {
     #[test]
     fn a_completions_argument_is_the_stored_headers_then_the_body() {
         let headers = vec![
-            ("content-type".to_string(), Bytes::from_static(b"text/plain")),
+            (
+                "content-type".to_string(),
+                Bytes::from_static(b"text/plain"),
+            ),
             ("x-empty".to_string(), Bytes::new()),
             ("set-cookie".to_string(), Bytes::from_static(b"a=1")),
         ];
@@ -142,7 +145,11 @@ mod tests {
             headers: &[],
             body: b"",
         };
-        assert_eq!(none.to_redis_args(), [Vec::<u8>::new()], "one empty argument");
+        assert_eq!(
+            none.to_redis_args(),
+            [Vec::<u8>::new()],
+            "one empty argument"
+        );
     }
 
     #[test]

@@ -130,7 +130,11 @@ mod tests {
             assert!(own.len() <= CAPACITY, "{}", own.len());
         }
         let last = (CAPACITY as u32) * 3 + 6;
-        assert_eq!(own.take(&token(last)), Some(fields("fp")), "the newest is kept");
+        assert_eq!(
+            own.take(&token(last)),
+            Some(fields("fp")),
+            "the newest is kept"
+        );
     }
 
     #[test]

@@ -133,7 +133,9 @@ pub(crate) fn write(value: Value) -> Result<(bool, u64), BadReply> {
             .filter(|&now| now > 0)
             .map(|now| (true, now))
             .ok_or_else(|| bad(format!("a write's reply that is not a time: {text:?}"))),
-        other => Err(bad(format!("a write's reply that is not a time: {other:?}"))),
+        other => Err(bad(format!(
+            "a write's reply that is not a time: {other:?}"
+        ))),
     }
 }
 
@@ -190,7 +192,10 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
     };
     let Some(claim_token) = std::str::from_utf8(&token)
         .ok()
-        .filter(|text| text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f')))
+        .filter(|text| {
+            text.bytes()
+                .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+        })
         .and_then(|text| text.parse::<ClaimToken>().ok())
     else {
         return corrupt("a malformed claim token");
@@ -202,8 +207,13 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
         digits(&value, FINGERPRINT_LEN),
         digits(&value, HEADERS_LEN),
     );
-    let (Some(claimed_at), Some(lease), Some(fingerprint_version), Some(fingerprint_len), Some(headers_len)) =
-        numbers
+    let (
+        Some(claimed_at),
+        Some(lease),
+        Some(fingerprint_version),
+        Some(fingerprint_len),
+        Some(headers_len),
+    ) = numbers
     else {
         return corrupt("malformed numbers");
     };
@@ -235,7 +245,10 @@ pub(crate) fn decode(value: Bytes, completed: bool) -> Result<Decoded, BadReply>
         };
         (completed_at.checked_add(ttl), Some(result))
     } else {
-        (digits(&value, GRACE).and_then(|grace| lease_until.checked_add(grace)), None)
+        (
+            digits(&value, GRACE).and_then(|grace| lease_until.checked_add(grace)),
+            None,
+        )
     };
     let Some(gone_at) = gone_at else {
         return corrupt("malformed instants");
@@ -449,19 +462,52 @@ pub(crate) mod tests {
         let claimed = value(TOKEN, "fp", (90, 130, 190), None);
         let completed = value(TOKEN, "fp", (90, 130, 190), Some((95, 201, "", "b")));
         for (what, damaged, is_completed, reason) in [
-            ("token", claimed.replacen(TOKEN, &"Z".repeat(32), 1), false, "token"),
-            ("upper-case token", claimed.replacen(TOKEN, &TOKEN.to_uppercase(), 1), false, "token"),
-            ("lease", claimed.replacen("0000000000000040", " 000000000000040", 1), false, "numbers"),
-            ("fingerprint version", claimed.replacen("00000000030000000002", "0000000x030000000002", 1), false, "numbers"),
-            ("status", completed.replacen("201", "099", 1), true, "status"),
-            ("status digits", completed.replacen("201", "2x1", 1), true, "status"),
+            (
+                "token",
+                claimed.replacen(TOKEN, &"Z".repeat(32), 1),
+                false,
+                "token",
+            ),
+            (
+                "upper-case token",
+                claimed.replacen(TOKEN, &TOKEN.to_uppercase(), 1),
+                false,
+                "token",
+            ),
+            (
+                "lease",
+                claimed.replacen("0000000000000040", " 000000000000040", 1),
+                false,
+                "numbers",
+            ),
+            (
+                "fingerprint version",
+                claimed.replacen("00000000030000000002", "0000000x030000000002", 1),
+                false,
+                "numbers",
+            ),
+            (
+                "status",
+                completed.replacen("201", "099", 1),
+                true,
+                "status",
+            ),
+            (
+                "status digits",
+                completed.replacen("201", "2x1", 1),
+                true,
+                "status",
+            ),
         ] {
             assert_ne!(damaged, claimed, "{what}");
             let decoded = decode(Bytes::from(damaged.clone()), is_completed).unwrap();
             let Err(undecodable) = decoded else {
                 panic!("{what}: decoded {decoded:?}")
             };
-            assert!(undecodable.reason.contains(reason), "{what}: {undecodable:?}");
+            assert!(
+                undecodable.reason.contains(reason),
+                "{what}: {undecodable:?}"
+            );
             assert_eq!(undecodable.token, damaged.as_bytes()[4..36], "{what}");
         }
     }
@@ -507,7 +553,10 @@ pub(crate) mod tests {
         assert_eq!(now, 43);
         // The completion of a client's claim answers the digits of its time.
         let text = |digits: &str| Value::BulkString(digits.as_bytes().to_vec());
-        assert_eq!(write(text("1733450000123456")).unwrap(), (true, 1733450000123456));
+        assert_eq!(
+            write(text("1733450000123456")).unwrap(),
+            (true, 1733450000123456)
+        );
         for bad in ["", "0", "-5", "12a", "99999999999999999999999"] {
             assert!(write(text(bad)).is_err(), "{bad:?}");
         }

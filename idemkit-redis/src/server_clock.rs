@@ -167,7 +167,10 @@ mod tests {
     fn a_reply_without_a_time_is_read_by_the_last_mapping() {
         let clock = ServerClock::default();
         let start = Instant::now() + Duration::from_secs(10);
-        assert!(clock.estimate(start).is_none(), "no reply has anchored it yet");
+        assert!(
+            clock.estimate(start).is_none(),
+            "no reply has anchored it yet"
+        );
         let anchored = clock.observe(50_000_000, start, start);
         let later = clock
             .estimate(start + Duration::from_millis(1_500))

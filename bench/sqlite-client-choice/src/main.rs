@@ -33,8 +33,12 @@ fn rusqlite_pairs(path: &str, sync: &str, first: u64) -> Duration {
     connection.pragma_update(None, "synchronous", sync).unwrap();
     connection.execute_batch(SCHEMA).unwrap();
     if first == 0 {
-        let level: i64 = connection.query_row("PRAGMA synchronous", [], |row| row.get(0)).unwrap();
-        let mode: String = connection.query_row("PRAGMA journal_mode", [], |row| row.get(0)).unwrap();
+        let level: i64 = connection
+            .query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .unwrap();
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap();
         eprintln!("rusqlite connection: synchronous={level} journal_mode={mode}");
     }
     let start = Instant::now();
@@ -81,8 +85,14 @@ async fn sqlx_pairs(path: &str, sync: SqliteSynchronous, first: u64) -> Duration
         .await
         .unwrap();
     sqlx::query(SCHEMA).execute(&mut connection).await.unwrap();
-    let (level,): (i64,) = sqlx::query_as("PRAGMA synchronous").fetch_one(&mut connection).await.unwrap();
-    let (mode,): (String,) = sqlx::query_as("PRAGMA journal_mode").fetch_one(&mut connection).await.unwrap();
+    let (level,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+    let (mode,): (String,) = sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
     if first == 0 {
         eprintln!("sqlx connection: synchronous={level} journal_mode={mode}");
     }
@@ -90,7 +100,10 @@ async fn sqlx_pairs(path: &str, sync: SqliteSynchronous, first: u64) -> Duration
     for n in first..first + PAIRS {
         let key = format!("key-{n}");
         let token = n.to_be_bytes().to_vec();
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut connection).await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut connection)
+            .await
+            .unwrap();
         let found = sqlx::query(SELECT)
             .bind(&key)
             .fetch_optional(&mut connection)
@@ -104,8 +117,14 @@ async fn sqlx_pairs(path: &str, sync: SqliteSynchronous, first: u64) -> Duration
             .execute(&mut connection)
             .await
             .unwrap();
-        sqlx::query("COMMIT").execute(&mut connection).await.unwrap();
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut connection).await.unwrap();
+        sqlx::query("COMMIT")
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut connection)
+            .await
+            .unwrap();
         let stored = sqlx::query(UPDATE)
             .bind(&key)
             .bind(&token)
@@ -115,14 +134,19 @@ async fn sqlx_pairs(path: &str, sync: SqliteSynchronous, first: u64) -> Duration
             .await
             .unwrap();
         assert_eq!(stored.rows_affected(), 1);
-        sqlx::query("COMMIT").execute(&mut connection).await.unwrap();
+        sqlx::query("COMMIT")
+            .execute(&mut connection)
+            .await
+            .unwrap();
     }
     start.elapsed()
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let level = std::env::args().nth(1).unwrap_or_else(|| "normal".to_owned());
+    let level = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "normal".to_owned());
     let (pragma, sync) = match level.as_str() {
         "full" => ("FULL", SqliteSynchronous::Full),
         _ => ("NORMAL", SqliteSynchronous::Normal),
@@ -137,13 +161,25 @@ async fn main() {
         // Which goes first alternates, so neither always gets the quieter turn.
         let (rusqlite, sqlx);
         if round % 2 == 0 {
-            rusqlite = PAIRS as f64 / rusqlite_pairs(ours.to_str().unwrap(), pragma, first).as_secs_f64();
-            sqlx = PAIRS as f64 / sqlx_pairs(theirs.to_str().unwrap(), sync, first).await.as_secs_f64();
+            rusqlite =
+                PAIRS as f64 / rusqlite_pairs(ours.to_str().unwrap(), pragma, first).as_secs_f64();
+            sqlx = PAIRS as f64
+                / sqlx_pairs(theirs.to_str().unwrap(), sync, first)
+                    .await
+                    .as_secs_f64();
         } else {
-            sqlx = PAIRS as f64 / sqlx_pairs(theirs.to_str().unwrap(), sync, first).await.as_secs_f64();
-            rusqlite = PAIRS as f64 / rusqlite_pairs(ours.to_str().unwrap(), pragma, first).as_secs_f64();
+            sqlx = PAIRS as f64
+                / sqlx_pairs(theirs.to_str().unwrap(), sync, first)
+                    .await
+                    .as_secs_f64();
+            rusqlite =
+                PAIRS as f64 / rusqlite_pairs(ours.to_str().unwrap(), pragma, first).as_secs_f64();
         }
-        println!("round {}: rusqlite {rusqlite:.0}, sqlx {sqlx:.0}: {:.2}x", round + 1, rusqlite / sqlx);
+        println!(
+            "round {}: rusqlite {rusqlite:.0}, sqlx {sqlx:.0}: {:.2}x",
+            round + 1,
+            rusqlite / sqlx
+        );
         ratios.push(rusqlite / sqlx);
     }
     ratios.sort_by(f64::total_cmp);

@@ -318,4 +318,5 @@ mod tests {
             .drive(async { tokio::runtime::Handle::try_current().is_ok() })
             .await;
         assert!(!seen, "the redis crate would find tokio there");
-    }}
+    }
+}

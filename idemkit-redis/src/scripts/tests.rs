@@ -462,7 +462,10 @@ fn complete_release_and_renew_are_fenced_by_the_token() {
     assert_eq!(replay[0], "completed");
     let record = decoded(&replay);
     assert_eq!(record.token.to_string(), TOKEN);
-    assert_eq!((record.fingerprint.as_str(), record.fingerprint_version), ("fp", 7));
+    assert_eq!(
+        (record.fingerprint.as_str(), record.fingerprint_version),
+        ("fp", 7)
+    );
     let result = record.result.unwrap();
     assert_eq!((result.completed_at, result.status), (completed_at, 201));
     assert_eq!(
@@ -557,13 +560,14 @@ fn values_that_are_not_records_are_absent_and_overwritten_by_a_claim() {
     fn damaged(con: &mut Connection, key: &str, at: usize, with: &str) {
         let (seconds, _): (u64, u64) = redis::cmd("TIME").query(con).unwrap();
         let far = (seconds + 3600) * 1_000_000;
-        let mut value =
-            crate::reply::tests::value(TOKEN, "fp", (far, far, far), None).into_bytes();
+        let mut value = crate::reply::tests::value(TOKEN, "fp", (far, far, far), None).into_bytes();
         value.splice(at..at + with.len(), with.bytes());
         let () = con.set(key, value).unwrap();
     }
     let plants: [(&str, Plant); 13] = [
-        ("another layout's string", |con, key| damaged(con, key, 0, "ik3")),
+        ("another layout's string", |con, key| {
+            damaged(con, key, 0, "ik3")
+        }),
         ("an unknown state", |con, key| damaged(con, key, 3, "x")),
         ("a layout 2 instant that is not digits", |con, key| {
             damaged(con, key, 60, "-")
@@ -823,8 +827,15 @@ fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
         (record.claimed_at, record.lease_until, record.gone_at),
         (claimed_at, claimed_at + 30_000_000, claimed_at + 90_000_000)
     );
-    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "in_flight");
-    assert_eq!(complete(&mut con, key, OTHER, "1000000", b"x")[0], "0", "fenced");
+    assert_eq!(
+        claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0],
+        "in_flight"
+    );
+    assert_eq!(
+        complete(&mut con, key, OTHER, "1000000", b"x")[0],
+        "0",
+        "fenced"
+    );
     assert_eq!(field(&mut con, key, "v").as_deref(), Some("1"), "untouched");
     // Its owner completes it: the record is now one string of layout 2, with its TTL.
     let done = complete(&mut con, key, TOKEN, "3600000000", b"finished");
@@ -852,7 +863,11 @@ fn records_of_layout_1_are_read_replayed_and_completed_in_layout_2() {
         [("x-old".to_owned(), Bytes::from_static(b"1"))]
     );
     assert_eq!(result.body, "old body");
-    assert_eq!(read(&mut con, key)[3], replay[3], "read returns what a replay does");
+    assert_eq!(
+        read(&mut con, key)[3],
+        replay[3],
+        "read returns what a replay does"
+    );
 
     // Renewed, it moves to layout 2 too; released, it is gone.
     let key = "scripts:{layout-1-renewed}";
@@ -885,7 +900,11 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert_eq!(found[0], "claimed", "{found:?}");
     let stored = decoded(&found);
     assert_eq!(stored.token.to_string(), TOKEN);
-    assert_eq!(stored.claimed_at % 1000, 999, "the last microsecond of its millisecond");
+    assert_eq!(
+        stored.claimed_at % 1000,
+        999,
+        "the last microsecond of its millisecond"
+    );
     assert!(
         stored.claimed_at <= now + 1000 && stored.claimed_at + 1_000_000 > now,
         "claimed at {} by a server at {now}",
@@ -898,7 +917,10 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     let taken = client_claim(&mut con, key, OTHER, LEASE_US, GRACE_US).expect("taken");
     assert_eq!(&taken[..4], b"ik3c", "a plain claim never writes over one");
     sleep(Duration::from_millis(20));
-    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "reclaimed");
+    assert_eq!(
+        claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0],
+        "reclaimed"
+    );
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"late")[0], "0");
     assert_eq!(complete(&mut con, key, OTHER, "1000000", b"ok")[0], "1");
 
@@ -907,7 +929,10 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     let () = con.del(key).unwrap();
     assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
     let before = decoded(&read(&mut con, key));
-    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "in_flight");
+    assert_eq!(
+        claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0],
+        "in_flight"
+    );
     assert_eq!(renew(&mut con, key, OTHER, "90000000")[0], "0");
     let renewed = renew(&mut con, key, TOKEN, "90000000");
     assert_eq!(renewed[0], "1");
@@ -915,7 +940,10 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert_eq!(&value[..4], b"ik2c");
     let after = decoded(&read(&mut con, key));
     assert_eq!(after.claimed_at, before.claimed_at);
-    assert_eq!(after.lease_until, renewed[1].parse::<u64>().unwrap() + 90_000_000);
+    assert_eq!(
+        after.lease_until,
+        renewed[1].parse::<u64>().unwrap() + 90_000_000
+    );
 
     // Completed: its claim's time kept to the microsecond, dated by the time the
     // completion answered (as text: the server reads no number out of `TIME` for it).
@@ -939,7 +967,11 @@ fn a_claim_the_client_wrote_is_judged_by_its_keys_expiry() {
     assert_eq!(client_claim(&mut con, key, TOKEN, LEASE_US, GRACE_US), None);
     // Fenced by the whole token: not a part of it, nor nothing.
     for wrong in ["", &TOKEN[..31], &TOKEN[1..], OTHER] {
-        assert_eq!(complete(&mut con, key, wrong, "1000000", b"x")[0], "0", "{wrong:?}");
+        assert_eq!(
+            complete(&mut con, key, wrong, "1000000", b"x")[0],
+            "0",
+            "{wrong:?}"
+        );
     }
     // A claim cut short (its fingerprint shorter than its length says) is not held,
     // whatever its token.
@@ -1028,10 +1060,17 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     let without_times = |value: &[u8]| [&value[..36], &value[52..84], &value[100..]].concat();
     assert_eq!(without_times(&values[0]), without_times(&values[1]));
     let completed = decoded(&read(&mut con, keys[1]));
-    assert_eq!(completed.claimed_at, claimed.claimed_at, "the claim's time kept");
+    assert_eq!(
+        completed.claimed_at, claimed.claimed_at,
+        "the claim's time kept"
+    );
     assert_eq!(completed.lease_until, claimed.lease_until);
     let result = completed.result.expect("completed");
-    assert_eq!(result.completed_at.to_string(), done[1], "dated by its reply");
+    assert_eq!(
+        result.completed_at.to_string(),
+        done[1],
+        "dated by its reply"
+    );
     assert_eq!(completed.gone_at, result.completed_at + 1_000_000);
     assert_eq!((result.status, &result.body[..]), (201, &b"ok"[..]));
     assert!(pttl(&mut con, keys[1]) > 0);
@@ -1094,7 +1133,11 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
         ["declined"]
     );
     assert_eq!(complete(&mut con, key, TOKEN, "1000000", b"x")[0], "0");
-    assert_eq!(value_and_expiry(&mut con, key), persisted, "nothing written");
+    assert_eq!(
+        value_and_expiry(&mut con, key),
+        persisted,
+        "nothing written"
+    );
     // Not a string: nothing written.
     let () = con.del(key).unwrap();
     let _: i64 = con.rpush(key, "x").unwrap();
@@ -1122,7 +1165,11 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     }
     let () = con.del(key).unwrap();
     assert_eq!(complete_own(&mut con, key, TOKEN, own, fp, b"x")[0], "0");
-    assert_eq!(value_and_expiry(&mut con, key), (None, -2), "no key written");
+    assert_eq!(
+        value_and_expiry(&mut con, key),
+        (None, -2),
+        "no key written"
+    );
 
     // Renewed, so in layout 2: declined, changed nothing, and the general completion
     // completes it.
@@ -1156,11 +1203,17 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     let () = con.del(key).unwrap();
     assert_eq!(client_claim(&mut con, key, TOKEN, "1000", GRACE_US), None);
     sleep(Duration::from_millis(20));
-    assert_eq!(claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0], "reclaimed");
+    assert_eq!(
+        claim(&mut con, key, OTHER, LEASE_US, GRACE_US)[0],
+        "reclaimed"
+    );
     let taken = value_and_expiry(&mut con, key);
     assert_eq!(&taken.0.as_ref().unwrap()[..4], b"ik2c");
     let late = ("1000", GRACE_US);
-    assert_eq!(complete_own(&mut con, key, TOKEN, late, fp, b"late")[0], "0");
+    assert_eq!(
+        complete_own(&mut con, key, TOKEN, late, fp, b"late")[0],
+        "0"
+    );
     assert_eq!(value_and_expiry(&mut con, key), taken);
 
     // A waiter is told only if it watched.
@@ -1177,8 +1230,14 @@ fn a_client_claim_completed_with_the_parts_its_client_wrote_is_the_same_record()
     // and no one is told.
     let watched = value_and_expiry(&mut con, keys[1]);
     assert_eq!(&watched.0.as_ref().unwrap()[..4], b"ik3w");
-    assert_eq!(complete_own(&mut con, keys[1], OTHER, own, fp, b"w")[0], "0");
-    assert_eq!(complete_own(&mut con, keys[1], TOKEN, own, "f", b"w")[0], "0");
+    assert_eq!(
+        complete_own(&mut con, keys[1], OTHER, own, fp, b"w")[0],
+        "0"
+    );
+    assert_eq!(
+        complete_own(&mut con, keys[1], TOKEN, own, "f", b"w")[0],
+        "0"
+    );
     assert_eq!(value_and_expiry(&mut con, keys[1]), watched);
     let _: i64 = con.publish(keys[1], "refused twice").unwrap();
     assert_eq!(
