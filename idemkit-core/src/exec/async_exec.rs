@@ -187,7 +187,7 @@ impl<B: Backend> AsyncIdempotency<B> {
             timer,
             ..
         } = &*self.inner;
-        let (mut run, mut step) = RunLoop::start(policy, fingerprint, timer.now());
+        let (mut run, mut step) = RunLoop::start(policy, fingerprint);
         // Armed while this run holds a claim it has not settled.
         let mut guard: Option<ReleaseOnDrop<'_, B>> = None;
         loop {

@@ -175,7 +175,7 @@ impl<B: BlockingBackend> Idempotency<B> {
         let Inner {
             backend, policy, ..
         } = &*self.inner;
-        let (mut run, mut step) = RunLoop::start(policy, fingerprint, Instant::now());
+        let (mut run, mut step) = RunLoop::start(policy, fingerprint);
         let mut op = Some(op);
         loop {
             step = match step {

@@ -118,8 +118,11 @@ impl<E> From<Result<Outcome, RunError<E>>> for Finished<E> {
 pub(crate) struct RunLoop<'a, E> {
     policy: &'a Policy,
     fingerprint: &'a Fingerprint,
-    /// When waiting for another run must stop, on the executor's timer.
+    /// When waiting for another run must stop, on the executor's timer: set when the
+    /// run first finds its key in flight (`None` before that, and for a wait too long
+    /// for an `Instant`).
     deadline: Option<Instant>,
+    /// Whether the run has waited (and so has its deadline).
     waited: bool,
     /// The claim this run holds and how it got it (New or Reclaimed).
     held: Option<(ClaimToken, Decision)>,
@@ -128,17 +131,19 @@ pub(crate) struct RunLoop<'a, E> {
 }
 
 impl<'a, E> RunLoop<'a, E> {
-    /// A run starting at `now` (on the executor's timer); its first step is
-    /// [`Step::Claim`].
+    /// A run; its first step is [`Step::Claim`].
+    ///
+    /// It reads no clock: the wait's budget starts when the run first finds its key in
+    /// flight (`Policy::wait_timeout` is how long a run waits), so a run that never
+    /// waits (every new key and every replay) never needs it.
     pub(crate) fn start(
         policy: &'a Policy,
         fingerprint: &'a Fingerprint,
-        now: Instant,
     ) -> (RunLoop<'a, E>, Step<E>) {
         let run = RunLoop {
             policy,
             fingerprint,
-            deadline: deadline_after(now, policy.wait_timeout()),
+            deadline: None,
             waited: false,
             held: None,
             after_release: None,
@@ -172,7 +177,11 @@ impl<'a, E> RunLoop<'a, E> {
             Next::Replay(outcome) => Step::Done(Finished::Outcome(outcome)),
             Next::Refuse => Step::Done(Finished::Error(RunError::PayloadMismatch)),
             Next::Wait { lease_until } => {
-                let timeout = remaining(self.deadline, now());
+                let now = now();
+                if !self.waited {
+                    self.deadline = deadline_after(now, self.policy.wait_timeout());
+                }
+                let timeout = remaining(self.deadline, now);
                 if timeout.is_zero() {
                     let retry_after = decide::retry_after(lease_until, issued_at);
                     return Step::Done(Finished::Error(RunError::InProgress { retry_after }));
@@ -331,7 +340,7 @@ mod tests {
             .unwrap();
         let fp = fingerprint();
         let now = Instant::now();
-        let (mut run, step) = Loop::start(&policy, &fp, now);
+        let (mut run, step) = Loop::start(&policy, &fp);
         assert!(matches!(step, Step::Claim));
         let issued_at = now - Duration::from_secs(5);
         match run.claimed(Ok(Claim::New(token())), issued_at, || now) {
@@ -359,7 +368,7 @@ mod tests {
             (Ok(true), Decision::New),
             (Ok(false), Decision::ReclaimedLoss),
         ] {
-            let (mut run, _) = Loop::start(&policy, &fp, now);
+            let (mut run, _) = Loop::start(&policy, &fp);
             let _ = run.claimed(Ok(Claim::New(token())), now, || now);
             let Step::Complete {
                 token: held,
@@ -403,7 +412,7 @@ mod tests {
             ),
         ];
         for (ran, expected) in cases {
-            let (mut run, _) = Loop::start(&policy, &fp, now);
+            let (mut run, _) = Loop::start(&policy, &fp);
             let _ = run.claimed(Ok(Claim::Reclaimed(token())), now, || now);
             let step = run.ran(ran);
             assert!(
@@ -415,23 +424,30 @@ mod tests {
     }
 
     #[test]
-    fn a_duplicate_waits_for_what_is_left_of_its_timeout_then_is_told_when_to_retry() {
+    fn a_duplicate_waits_its_timeout_in_total_from_when_it_finds_the_key_in_flight() {
         let policy = Policy::builder()
             .wait_timeout(Duration::from_secs(10))
             .build()
             .unwrap();
         let fp = fingerprint();
-        let start = Instant::now();
-        let (mut run, _) = Loop::start(&policy, &fp, start);
-        let lease_until = start + Duration::from_secs(20);
-        let later = start + Duration::from_secs(4);
+        let found = Instant::now();
+        let (mut run, _) = Loop::start(&policy, &fp);
+        let lease_until = found + Duration::from_secs(20);
+        // The claim itself (however long it took) is not waiting: the whole budget is left.
+        match run.claimed(Ok(in_flight(&fp, lease_until)), found, || found) {
+            Step::Wait { timeout } => assert_eq!(timeout, Duration::from_secs(10)),
+            other => panic!("expected a wait, got {other:?}"),
+        }
+        // Woken early, it claims again and finds the key still in flight: what is left.
+        assert!(matches!(run.waited(Ok(None)), Step::Claim));
+        let later = found + Duration::from_secs(4);
         match run.claimed(Ok(in_flight(&fp, lease_until)), later, || later) {
             Step::Wait { timeout } => assert_eq!(timeout, Duration::from_secs(6)),
             other => panic!("expected a wait, got {other:?}"),
         }
         // The wait timed out: claim again, and it is still in flight.
         assert!(matches!(run.waited(Ok(None)), Step::Claim));
-        let end = start + Duration::from_secs(10);
+        let end = found + Duration::from_secs(10);
         match done(run.claimed(Ok(in_flight(&fp, lease_until)), end, || end)) {
             Finished::Error(RunError::InProgress { retry_after }) => {
                 assert_eq!(retry_after, Duration::from_secs(10));
@@ -445,12 +461,12 @@ mod tests {
         let fp = fingerprint();
         let now = Instant::now();
         let closed = Policy::default();
-        let (mut run, _) = Loop::start(&closed, &fp, now);
+        let (mut run, _) = Loop::start(&closed, &fp);
         assert!(matches!(
             done(run.claimed(Err(storage_error()), now, || now)),
             Finished::Error(RunError::StorageFailed(_))
         ));
-        let (mut run, _) = Loop::start(&closed, &fp, now);
+        let (mut run, _) = Loop::start(&closed, &fp);
         let _ = run.claimed(
             Ok(in_flight(&fp, now + Duration::from_secs(30))),
             now,
@@ -465,7 +481,7 @@ mod tests {
             .on_storage_error(OnStorageError::FailOpen)
             .build()
             .unwrap();
-        let (mut run, _) = Loop::start(&open, &fp, now);
+        let (mut run, _) = Loop::start(&open, &fp);
         assert!(matches!(
             run.claimed(Err(storage_error()), now, || now),
             Step::Run(None)
