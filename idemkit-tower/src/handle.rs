@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, Request, Response, response};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, response};
 use http_body::Body;
 use idemkit_core::{Backend, Key, RunError, State};
 use tower_service::Service;
@@ -20,19 +20,20 @@ use crate::config::{Config, Shared};
 use crate::effective_key::effective_key;
 use crate::event::EventKind;
 use crate::fingerprint::request_fingerprint;
-use crate::key_header::{IDEMPOTENCY_KEY, key_in};
+use crate::key_header::KeyHeader;
 use crate::problem::{Problem, ProblemType};
 use crate::request_body::{BoxError, ReadBody, RequestBody, read_capped};
 use crate::response_body::{Captured, ResponseBody, capture};
 
-/// Whether the layer protects `request`: a method it covers, carrying a key or sent
-/// where a key is required. Any other request is handed on untouched.
-pub(crate) fn is_protected<ReqBody>(config: &Config, request: &Request<ReqBody>) -> bool {
-    config.methods.contains(request.method())
-        && (config.require_key || request.headers().contains_key(IDEMPOTENCY_KEY))
+/// Whether the layer protects a request with this method and key header: a method it
+/// covers, carrying a key or sent where a key is required. Any other request is handed
+/// on untouched.
+pub(crate) fn is_protected<V>(config: &Config, method: &Method, key_header: &KeyHeader<V>) -> bool {
+    config.methods.contains(method) && (config.require_key || key_header.is_present())
 }
 
-/// Handles one request that [`is_protected`], with the ready service `inner`.
+/// Handles one request that [`is_protected`], with the ready service `inner`;
+/// `key_header` is its `Idempotency-Key` header, looked up by the caller.
 ///
 /// The request's head is kept in one place for the whole request (`head`, taken by the
 /// run that hands it to the handler) rather than moved from local to local: each move
@@ -42,6 +43,7 @@ pub(crate) fn handle<S, B, ReqBody, ResBody>(
     shared: Arc<Shared<B>>,
     mut inner: S,
     request: Request<ReqBody>,
+    key_header: KeyHeader<HeaderValue>,
 ) -> impl Future<Output = Result<Response<ResponseBody<ResBody>>, S::Error>>
 where
     S: Service<Request<RequestBody<ReqBody>>, Response = Response<ResBody>>,
@@ -57,7 +59,7 @@ where
         let parts = head.as_ref().expect("the head is taken only by the run");
         let answer = Answer::new(config, parts, Instant::now());
         let compat = config.compat;
-        let key = match key_in(&parts.headers) {
+        let key = match key_header.borrowed().key() {
             Ok(Some(key)) => key,
             // Without a key, a protected request is one sent where keys are required.
             Ok(None) => {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use http::HeaderMap;
-use http::header::HeaderName;
+use http::header::{HeaderName, HeaderValue};
 
 /// The request header that carries the client's key. Header names are matched without
 /// regard to case (`idempotency-key`, `IDEMPOTENCY-KEY`, ...).
@@ -76,15 +76,71 @@ impl IdempotencyKey {
 /// The bytes of the key carried by `headers`, as [`IdempotencyKey::from_headers`] reads
 /// them, borrowed from the header unless they were quoted.
 pub(crate) fn key_in(headers: &HeaderMap) -> Result<Option<Cow<'_, [u8]>>, KeyHeaderError> {
-    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
-    let Some(value) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        // Two keys for one request: which one the client meant is a guess.
-        return Err(KeyHeaderError::Repeated);
+    KeyHeader::of(headers).key()
+}
+
+/// The `Idempotency-Key` header of a request, looked up once: the service tells from it
+/// whether the layer protects the request, and the request's handling reads the key
+/// from it (a header map lookup hashes the name, and costs more than the key's parse).
+/// `V` is the value: borrowed from the request, or a cheap shared copy of it that goes
+/// along with the request.
+#[derive(Debug)]
+pub(crate) enum KeyHeader<V> {
+    /// No such header.
+    Absent,
+    /// One value.
+    One(V),
+    /// Two values or more: which one the client meant is a guess.
+    Repeated,
+}
+
+impl<V> KeyHeader<V> {
+    /// Whether the request carries the header at all (a key, or a header refused).
+    pub(crate) fn is_present(&self) -> bool {
+        !matches!(self, KeyHeader::Absent)
     }
-    parse_value(value.as_bytes()).map(Some)
+}
+
+impl<'a> KeyHeader<&'a HeaderValue> {
+    /// The header as `headers` carry it.
+    pub(crate) fn of(headers: &'a HeaderMap) -> KeyHeader<&'a HeaderValue> {
+        let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+        match (values.next(), values.next()) {
+            (None, _) => KeyHeader::Absent,
+            (Some(value), None) => KeyHeader::One(value),
+            (Some(_), Some(_)) => KeyHeader::Repeated,
+        }
+    }
+
+    /// The header, with its value no longer borrowed from the request.
+    pub(crate) fn cloned(self) -> KeyHeader<HeaderValue> {
+        match self {
+            KeyHeader::Absent => KeyHeader::Absent,
+            KeyHeader::One(value) => KeyHeader::One(value.clone()),
+            KeyHeader::Repeated => KeyHeader::Repeated,
+        }
+    }
+
+    /// The key's bytes, borrowed from the value unless they were quoted; `Ok(None)`
+    /// without the header.
+    pub(crate) fn key(self) -> Result<Option<Cow<'a, [u8]>>, KeyHeaderError> {
+        match self {
+            KeyHeader::Absent => Ok(None),
+            KeyHeader::One(value) => parse_value(value.as_bytes()).map(Some),
+            KeyHeader::Repeated => Err(KeyHeaderError::Repeated),
+        }
+    }
+}
+
+impl KeyHeader<HeaderValue> {
+    /// The header, its value borrowed from this one.
+    pub(crate) fn borrowed(&self) -> KeyHeader<&HeaderValue> {
+        match self {
+            KeyHeader::Absent => KeyHeader::Absent,
+            KeyHeader::One(value) => KeyHeader::One(value),
+            KeyHeader::Repeated => KeyHeader::Repeated,
+        }
+    }
 }
 
 /// [`IdempotencyKey::parse`], borrowing a bare key from `value`.

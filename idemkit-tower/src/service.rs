@@ -14,6 +14,7 @@ use tower_service::Service;
 
 use crate::config::Shared;
 use crate::handle::{handle, is_protected, pass_through};
+use crate::key_header::KeyHeader;
 use crate::request_body::{BoxError, RequestBody};
 use crate::response_body::ResponseBody;
 
@@ -111,8 +112,10 @@ where
         // The instance polled ready goes with this request; a clone stays for the next.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        if is_protected(&self.shared.config, &request) {
-            Box::pin(handle(Arc::clone(&self.shared), inner, request))
+        let key_header = KeyHeader::of(request.headers());
+        if is_protected(&self.shared.config, request.method(), &key_header) {
+            let key_header = key_header.cloned();
+            Box::pin(handle(Arc::clone(&self.shared), inner, request, key_header))
         } else {
             Box::pin(pass_through(inner, request))
         }
@@ -150,7 +153,13 @@ mod tests {
             .header("idempotency-key", "k-1")
             .body(Full::new(Bytes::from_static(b"{}")))
             .unwrap();
-        let future = handle(Arc::clone(&service.shared), service.inner, request);
+        let key_header = KeyHeader::of(request.headers()).cloned();
+        let future = handle(
+            Arc::clone(&service.shared),
+            service.inner,
+            request,
+            key_header,
+        );
         let size = std::mem::size_of_val(&future);
         // The request's head is kept once (it was kept four times, 1,896 bytes with
         // axum's types): a head moved into one more local is 224 bytes more.
