@@ -99,7 +99,8 @@ impl Policy {
     }
 
     /// How long one run waits, in total, for another executor's in-flight run of the
-    /// same key before answering [`RunError::InProgress`](crate::RunError::InProgress).
+    /// same key (counted from when the run first finds it in flight) before answering
+    /// [`RunError::InProgress`](crate::RunError::InProgress).
     pub fn wait_timeout(&self) -> Duration {
         self.wait_timeout
     }

@@ -65,7 +65,8 @@ impl PolicyBuilder {
     }
 
     /// How long one run waits, in total, for another executor's in-flight run of the
-    /// same key before answering [`RunError::InProgress`](crate::RunError::InProgress)
+    /// same key (counted from when the run first finds it in flight) before answering
+    /// [`RunError::InProgress`](crate::RunError::InProgress)
     /// (default 10 s).
     pub fn wait_timeout(mut self, wait_timeout: Duration) -> PolicyBuilder {
         self.policy.wait_timeout = wait_timeout;
