@@ -50,8 +50,9 @@ Example:
   idemkit inspect sqlite://idemkit.db 5f1c...e9 --effective --json
 
 A raw key is turned into the record's name exactly as the HTTP layer does it: from the
-key, the caller's scope (what the layer's scope function returns for the request; leave
---scope out for a layer without one), the method and the path. With --json: an array
+key, the caller's scope (what the layer's scope function returns for the request, or the
+value of its scope header; leave --scope out for a layer without one), the method and
+the path. With --json: an array
 with one object per key, in the order given; `state` is `absent`, `in_flight` or
 `completed`.")]
     Inspect(InspectArgs),
@@ -126,8 +127,9 @@ pub struct InspectArgs {
     #[arg(value_name = "KEY", required = true)]
     pub keys: Vec<String>,
 
-    /// The caller's scope, as the layer's scope function returns it for the request
-    /// (leave it out for a layer without one, or a single-tenant one)
+    /// The caller's scope, as the layer's scope function returns it for the request, or
+    /// the value of its scope header (leave it out for a layer without one, or a
+    /// single-tenant one)
     #[arg(long, value_name = "SCOPE")]
     pub scope: Option<String>,
 

@@ -12,8 +12,9 @@ use crate::failure::Failure;
 /// The request parts that name a record, besides the client's key.
 #[derive(Clone, Debug)]
 pub struct RequestParts<'a> {
-    /// What the layer's scope function returns for the request; `None` (or empty) for a
-    /// layer without one, or a single-tenant one, whose scope is empty.
+    /// What the layer's scope function returns for the request, or the value of its
+    /// scope header; `None` (or empty) for a layer without one, or a single-tenant one,
+    /// whose scope is empty.
     pub scope: Option<&'a str>,
     /// The request's method.
     pub method: &'a str,

@@ -1,6 +1,6 @@
 //! The README's axum quick start: a router whose POST /charges runs once per
 //! `Idempotency-Key` per API key. `cargo run -p idemkit-tower --example axum_quick_start`
-use axum::{Router, routing::post};
+use axum::{Router, http::HeaderName, routing::post};
 use idemkit_core::InMemoryBackend;
 use idemkit_tower::IdempotencyLayer;
 
@@ -14,7 +14,7 @@ async fn main() {
     // until stored responses expire, after 24 hours by default.
     let backend = InMemoryBackend::builder().max_size(1_000_000).build();
     let idempotency = IdempotencyLayer::builder(backend)
-        .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
+        .scope_header(HeaderName::from_static("x-api-key"))
         .build()
         .unwrap();
     let app = Router::new()

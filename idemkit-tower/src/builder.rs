@@ -132,7 +132,9 @@ impl<B: Backend> IdempotencyLayerBuilder<B> {
     /// A request for which `scope` returns `None` or an empty string is refused with a
     /// 500 (`urn:idemkit:identity-unavailable`) rather than run in a namespace shared
     /// with other callers. For anonymous callers, return a stable stand-in of your
-    /// choosing (a client address, say).
+    /// choosing (a client address, say). A scope that is one request header's value is
+    /// simpler with [`scope_header`](IdempotencyLayerBuilder::scope_header), which reads
+    /// it without a copy.
     ///
     /// Without a scope, every caller shares one namespace, and the layer warns about it
     /// once per process when it is built (through `tracing`, or on standard error when
@@ -142,6 +144,35 @@ impl<B: Backend> IdempotencyLayerBuilder<B> {
         scope: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static,
     ) -> IdempotencyLayerBuilder<B> {
         self.scope = Scope::Caller(Arc::new(scope));
+        self
+    }
+
+    /// The caller's identity is the value of request header `name`: an API key, or a
+    /// tenant or user id that your authentication or a trusted proxy sets. The same
+    /// scope as a [`scope`](IdempotencyLayerBuilder::scope) function that returns the
+    /// header's value as text, so the records' names are the same either way, read
+    /// without copying the value for each request.
+    ///
+    /// A request whose header is missing, empty or not text (visible ASCII) is refused
+    /// as [`scope`](IdempotencyLayerBuilder::scope) refuses one without an identity, and
+    /// so is one that sends the header twice: a layer in front may have checked either
+    /// value, and taking the other would file one caller's records under another's name.
+    /// Name a header the client cannot set for someone else: one your authentication has
+    /// checked, as with any scope.
+    ///
+    /// ```
+    /// use http::HeaderName;
+    /// use idemkit_core::InMemoryBackend;
+    /// use idemkit_tower::IdempotencyLayer;
+    ///
+    /// let layer = IdempotencyLayer::builder(InMemoryBackend::new())
+    ///     .scope_header(HeaderName::from_static("x-api-key"))
+    ///     .build()?;
+    /// # drop(layer);
+    /// # Ok::<(), idemkit_core::ConfigError>(())
+    /// ```
+    pub fn scope_header(mut self, name: HeaderName) -> IdempotencyLayerBuilder<B> {
+        self.scope = Scope::Header(name);
         self
     }
 

@@ -15,13 +15,13 @@
 //! # With axum
 //!
 //! ```
-//! use axum::{Router, routing::post};
+//! use axum::{Router, http::HeaderName, routing::post};
 //! use idemkit_core::InMemoryBackend;
 //! use idemkit_tower::IdempotencyLayer;
 //!
 //! let idempotency = IdempotencyLayer::builder(InMemoryBackend::new())
 //!     // Who is calling: part of the key, so two tenants never share a record.
-//!     .scope(|parts| Some(parts.headers.get("x-api-key")?.to_str().ok()?.to_owned()))
+//!     .scope_header(HeaderName::from_static("x-api-key"))
 //!     .build()
 //!     .unwrap();
 //! let app: Router = Router::new()
@@ -72,7 +72,8 @@
 //!   a quoted structured-field string (`"abc"`) and a bare value (`abc`) are the same
 //!   key. 1 to 255 bytes; an empty, longer, badly quoted or repeated header is a 400.
 //! - **The record's name** (the effective key) is a SHA-256 of the client's key, the
-//!   caller's scope ([`IdempotencyLayerBuilder::scope`], a function of the request head), the method and
+//!   caller's scope (a function of the request head, [`IdempotencyLayerBuilder::scope`],
+//!   or one header's value, [`IdempotencyLayerBuilder::scope_header`]), the method and
 //!   the path, each length-prefixed: the same key from two tenants, or to two endpoints,
 //!   names two records. The raw key is never stored or logged. With no scope, every
 //!   caller shares one namespace, and the layer says so loudly when it is built.

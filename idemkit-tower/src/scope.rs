@@ -1,11 +1,13 @@
 //! The caller's scope: who is asking. It is part of the effective key, so the same
 //! client key sent by two tenants names two records.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use http::request::Parts;
+use http::{HeaderMap, HeaderName};
 
 /// A function from a request's head to its caller's identity.
 pub(crate) type ScopeFn = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
@@ -20,6 +22,8 @@ pub(crate) enum Scope {
     SingleTenant,
     /// A function of the request head.
     Caller(ScopeFn),
+    /// The value of one request header, borrowed from the request.
+    Header(HeaderName),
 }
 
 impl fmt::Debug for Scope {
@@ -28,20 +32,36 @@ impl fmt::Debug for Scope {
             Scope::Unset => f.write_str("Unset"),
             Scope::SingleTenant => f.write_str("SingleTenant"),
             Scope::Caller(_) => f.write_str("Caller(..)"),
+            Scope::Header(name) => f.debug_tuple("Header").field(name).finish(),
         }
     }
 }
 
 impl Scope {
-    /// The scope of a request: the empty string when there is no scope function, the
-    /// function's answer otherwise; `None` when the function found no identity (no
-    /// answer, or an empty one), which the layer refuses rather than share a namespace.
-    pub(crate) fn of(&self, parts: &Parts) -> Option<String> {
+    /// The scope of a request: the empty string when there is no scope, the function's
+    /// answer or the header's value otherwise; `None` when neither found an identity,
+    /// which the layer refuses rather than share a namespace.
+    pub(crate) fn of<'a>(&self, parts: &'a Parts) -> Option<Cow<'a, str>> {
         match self {
-            Scope::Unset | Scope::SingleTenant => Some(String::new()),
-            Scope::Caller(scope) => scope(parts).filter(|identity| !identity.is_empty()),
+            Scope::Unset | Scope::SingleTenant => Some(Cow::Borrowed("")),
+            Scope::Caller(scope) => scope(parts)
+                .filter(|identity| !identity.is_empty())
+                .map(Cow::Owned),
+            Scope::Header(name) => header_identity(&parts.headers, name).map(Cow::Borrowed),
         }
     }
+}
+
+/// The identity in header `name`: its one value, as text, if not empty. A header sent
+/// twice names no one: an authentication layer in front may have checked either value,
+/// and taking the other would file one caller's records under another's name.
+fn header_identity<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    value.to_str().ok().filter(|identity| !identity.is_empty())
 }
 
 /// The text of the shared-namespace warning.
@@ -93,17 +113,63 @@ mod tests {
 
     #[test]
     fn without_a_function_everyone_shares_the_empty_scope() {
-        assert_eq!(Scope::Unset.of(&parts(Some("a"))), Some(String::new()));
-        assert_eq!(Scope::SingleTenant.of(&parts(None)), Some(String::new()));
+        assert_eq!(Scope::Unset.of(&parts(Some("a"))).as_deref(), Some(""));
+        assert_eq!(Scope::SingleTenant.of(&parts(None)).as_deref(), Some(""));
     }
 
     #[test]
     fn a_function_names_the_caller_and_an_empty_answer_is_no_identity() {
         let scope = by_header();
-        assert_eq!(scope.of(&parts(Some("acme"))), Some("acme".to_owned()));
+        assert_eq!(scope.of(&parts(Some("acme"))).as_deref(), Some("acme"));
         assert_eq!(scope.of(&parts(None)), None);
         assert_eq!(scope.of(&parts(Some(""))), None);
         assert_eq!(format!("{scope:?}"), "Caller(..)");
+    }
+
+    fn header() -> Scope {
+        Scope::Header(HeaderName::from_static("x-tenant"))
+    }
+
+    #[test]
+    fn a_header_names_the_caller_as_the_same_function_would_without_a_copy() {
+        let request = parts(Some("acme"));
+        let identity = header().of(&request);
+        assert!(
+            matches!(identity, Some(Cow::Borrowed("acme"))),
+            "{identity:?}"
+        );
+        for tenant in [Some("acme"), Some("tenant 7"), None, Some("")] {
+            let request = parts(tenant);
+            assert_eq!(
+                header().of(&request),
+                by_header().of(&request),
+                "{tenant:?}"
+            );
+        }
+        assert_eq!(format!("{:?}", header()), r#"Header("x-tenant")"#);
+    }
+
+    #[test]
+    fn a_header_sent_twice_or_not_as_text_names_no_one() {
+        let mut twice = parts(Some("acme"));
+        twice
+            .headers
+            .append("x-tenant", http::HeaderValue::from_static("globex"));
+        assert_eq!(header().of(&twice), None);
+        // Whichever value an authentication layer checked, the other is not taken.
+        let mut same_twice = parts(Some("acme"));
+        same_twice
+            .headers
+            .append("x-tenant", http::HeaderValue::from_static("acme"));
+        assert_eq!(header().of(&same_twice), None);
+
+        let mut not_text = parts(None);
+        not_text.headers.insert(
+            "x-tenant",
+            http::HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap(),
+        );
+        assert_eq!(header().of(&not_text), None);
+        assert_eq!(by_header().of(&not_text), None);
     }
 
     #[test]

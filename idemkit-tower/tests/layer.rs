@@ -314,6 +314,66 @@ async fn callers_are_kept_apart_by_scope_and_refused_without_identity() {
 }
 
 #[tokio::test]
+async fn a_scope_header_keeps_callers_apart_and_refuses_a_header_sent_twice() {
+    let scoped = builder().scope_header(http::header::HeaderName::from_static("x-tenant"));
+    let (served, app, events) = serve(scoped).await;
+    let a = send(served.address, post("k").header("x-tenant", "a"))
+        .await
+        .unwrap();
+    let b = send(served.address, post("k").header("x-tenant", "b"))
+        .await
+        .unwrap();
+    assert!(!replayed(&b));
+    assert_ne!(a.body, b.body);
+    let a_again = send(served.address, post("k").header("x-tenant", "a"))
+        .await
+        .unwrap();
+    assert!(replayed(&a_again));
+    assert_eq!(a_again.body, a.body);
+    assert_eq!(app.calls(), 2);
+    // No identity, or two: a front layer may have checked either value, so neither is
+    // taken, even when both name the caller whose record exists.
+    for refused in [
+        post("k"),
+        post("k").header("x-tenant", ""),
+        post("k").header("x-tenant", "a").header("x-tenant", "b"),
+        post("k").header("x-tenant", "b").header("x-tenant", "a"),
+        post("k").header("x-tenant", "a").header("x-tenant", "a"),
+    ] {
+        let reply = send(served.address, refused).await.unwrap();
+        assert_eq!(reply.status, 500);
+        assert_eq!(reply.problem_type(), "urn:idemkit:identity-unavailable");
+        assert_eq!(events.last().kind, EventKind::IdentityUnavailable);
+    }
+    assert_eq!(app.calls(), 2);
+}
+
+#[test]
+fn a_scope_header_names_records_as_a_scope_function_reading_it_does() {
+    let header = builder()
+        .scope_header(http::header::HeaderName::from_static("x-tenant"))
+        .build()
+        .unwrap();
+    let function = builder()
+        .scope(|parts| Some(parts.headers.get("x-tenant")?.to_str().ok()?.to_owned()))
+        .build()
+        .unwrap();
+    let parts = |tenant: &str| {
+        http::Request::post("/orders")
+            .header("idempotency-key", "k")
+            .header("x-tenant", tenant)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    };
+    let (a, b) = (parts("tenant-a"), parts("tenant-b"));
+    assert_eq!(header.effective_key(&a), function.effective_key(&a));
+    assert!(header.effective_key(&a).is_ok());
+    assert_ne!(header.effective_key(&a), header.effective_key(&b));
+}
+
+#[tokio::test]
 async fn the_fingerprint_covers_query_and_body_and_named_headers() {
     let named =
         builder().fingerprint_headers([http::header::HeaderName::from_static("x-currency")]);
