@@ -1,6 +1,7 @@
 //! A fixed mix of requests for counting instructions: `n` requests through an axum app
 //! alone (`bare`), behind the idempotency layer with a new key each (`new`), or replaying
-//! one key (`replay`), called in process (no sockets) on a current-thread runtime;
+//! one key (`replay`), called in process (no sockets) on a current-thread runtime,
+//! each request with the quick start's `x-api-key` header and the layer scoped by it;
 //! `floor-new` and `floor-replay` send the same requests through the floor layer of
 //! `wrk_floor` instead (`support/floor.rs`: the least a run-once layer does), so the two
 //! layers' counts can be set side by side. Nothing is timed: run it under
@@ -50,7 +51,8 @@ async fn main() {
             .unwrap_or_else(|| r#"{"sku":"A1","qty":2}"#.to_owned()),
     );
     let layer = IdempotencyLayer::builder(InMemoryBackend::builder().max_size(2 * n).build())
-        .single_tenant()
+        // The quick start's scope, from the header every request here sends.
+        .scope_header(http::HeaderName::from_static("x-api-key"))
         .policy(
             Policy::builder()
                 .expires_after(Duration::from_secs(3600))
@@ -78,6 +80,7 @@ async fn main() {
         let request = http::Request::post("/orders")
             .header(http::header::CONTENT_TYPE, "application/json")
             .header("idempotency-key", format!("order-{key}"))
+            .header("x-api-key", "key_live_1")
             .body(axum::body::Body::from(body.clone()))
             .expect("a valid request");
         let response = router.clone().oneshot(request).await.expect("infallible");

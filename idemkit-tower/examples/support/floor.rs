@@ -128,8 +128,7 @@ where
             let Ok(body) = body.collect().await.map(|body| body.to_bytes()) else {
                 return Ok(status(StatusCode::BAD_REQUEST));
             };
-            // The quick start's scope; `layer_mix`'s requests send none (its layer is
-            // single-tenant), and stand for one tenant here too.
+            // The quick start's scope, which `layer_mix`'s requests carry too.
             let scope = parts
                 .headers
                 .get("x-api-key")
@@ -194,10 +193,12 @@ where
     }
 }
 
+/// SHA-256 of the fields, each after its length in 4 bytes (as idemkit's names are
+/// built, so both layers hash as many blocks for the same request).
 fn hash(fields: &[&[u8]]) -> [u8; 32] {
     let mut sha = Sha256::new();
     for field in fields {
-        sha.update((field.len() as u64).to_be_bytes());
+        sha.update((field.len() as u32).to_be_bytes());
         sha.update(field);
     }
     sha.finalize().into()
