@@ -286,37 +286,9 @@ async fn the_key_is_scoped_to_method_and_path() {
     assert!(replayed(&reply), "a trailing slash names the same path");
 }
 
-#[tokio::test]
-async fn callers_are_kept_apart_by_scope_and_refused_without_identity() {
-    let scoped =
-        builder().scope(|parts| Some(parts.headers.get("x-tenant")?.to_str().ok()?.to_owned()));
-    let (served, app, events) = serve(scoped).await;
-    let a = send(served.address, post("k").header("x-tenant", "a"))
-        .await
-        .unwrap();
-    let b = send(served.address, post("k").header("x-tenant", "b"))
-        .await
-        .unwrap();
-    assert!(!replayed(&b));
-    assert_ne!(a.body, b.body);
-    let a_again = send(served.address, post("k").header("x-tenant", "a"))
-        .await
-        .unwrap();
-    assert!(replayed(&a_again));
-    assert_eq!(app.calls(), 2);
-    for anonymous in [post("k"), post("k").header("x-tenant", "")] {
-        let reply = send(served.address, anonymous).await.unwrap();
-        assert_eq!(reply.status, 500);
-        assert_eq!(reply.problem_type(), "urn:idemkit:identity-unavailable");
-        assert_eq!(events.last().kind, EventKind::IdentityUnavailable);
-    }
-    assert_eq!(app.calls(), 2);
-}
-
-#[tokio::test]
-async fn a_scope_header_keeps_callers_apart_and_refuses_a_header_sent_twice() {
-    let scoped = builder().scope_header(http::header::HeaderName::from_static("x-tenant"));
-    let (served, app, events) = serve(scoped).await;
+/// Sends key `k` as tenant `a`, as `b`, then as `a` again, through a layer scoped by
+/// `x-tenant`: the handler runs for each tenant once, and `a`'s retry is replayed.
+async fn one_key_from_two_callers(served: &Served, app: &App) {
     let a = send(served.address, post("k").header("x-tenant", "a"))
         .await
         .unwrap();
@@ -331,21 +303,46 @@ async fn a_scope_header_keeps_callers_apart_and_refuses_a_header_sent_twice() {
     assert!(replayed(&a_again));
     assert_eq!(a_again.body, a.body);
     assert_eq!(app.calls(), 2);
+}
+
+/// Sends each of `calls`, expecting each refused for want of an identity, the handler
+/// not run.
+async fn refused_without_identity(served: &Served, app: &App, events: &Events, calls: Vec<Call>) {
+    let runs = app.calls();
+    for call in calls {
+        let reply = send(served.address, call).await.unwrap();
+        assert_eq!(reply.status, 500);
+        assert_eq!(reply.problem_type(), "urn:idemkit:identity-unavailable");
+        assert_eq!(events.last().kind, EventKind::IdentityUnavailable);
+    }
+    assert_eq!(app.calls(), runs);
+}
+
+#[tokio::test]
+async fn callers_are_kept_apart_by_scope_and_refused_without_identity() {
+    let scoped =
+        builder().scope(|parts| Some(parts.headers.get("x-tenant")?.to_str().ok()?.to_owned()));
+    let (served, app, events) = serve(scoped).await;
+    one_key_from_two_callers(&served, &app).await;
+    let anonymous = vec![post("k"), post("k").header("x-tenant", "")];
+    refused_without_identity(&served, &app, &events, anonymous).await;
+}
+
+#[tokio::test]
+async fn a_scope_header_keeps_callers_apart_and_refuses_a_header_sent_twice() {
+    let scoped = builder().scope_header(http::header::HeaderName::from_static("x-tenant"));
+    let (served, app, events) = serve(scoped).await;
+    one_key_from_two_callers(&served, &app).await;
     // No identity, or two: a front layer may have checked either value, so neither is
     // taken, even when both name the caller whose record exists.
-    for refused in [
+    let refused = vec![
         post("k"),
         post("k").header("x-tenant", ""),
         post("k").header("x-tenant", "a").header("x-tenant", "b"),
         post("k").header("x-tenant", "b").header("x-tenant", "a"),
         post("k").header("x-tenant", "a").header("x-tenant", "a"),
-    ] {
-        let reply = send(served.address, refused).await.unwrap();
-        assert_eq!(reply.status, 500);
-        assert_eq!(reply.problem_type(), "urn:idemkit:identity-unavailable");
-        assert_eq!(events.last().kind, EventKind::IdentityUnavailable);
-    }
-    assert_eq!(app.calls(), 2);
+    ];
+    refused_without_identity(&served, &app, &events, refused).await;
 }
 
 #[test]
