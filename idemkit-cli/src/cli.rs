@@ -52,9 +52,8 @@ Example:
 A raw key is turned into the record's name exactly as the HTTP layer does it: from the
 key, the caller's scope (what the layer's scope function returns for the request, or the
 value of its scope header; leave --scope out for a layer without one), the method and
-the path. With --json: an array
-with one object per key, in the order given; `state` is `absent`, `in_flight` or
-`completed`.")]
+the path. With --json: an array with one object per key, in the order given; `state` is
+`absent`, `in_flight` or `completed`.")]
     Inspect(InspectArgs),
 
     /// Count records by state; the oldest claim in flight, the nearest expiry, the size
