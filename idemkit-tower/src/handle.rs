@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, response};
+use http::{HeaderMap, HeaderValue, Request, Response, response};
 use http_body::Body;
 use idemkit_core::{Backend, Key, RunError, State};
 use tower_service::Service;
@@ -25,15 +25,23 @@ use crate::problem::{Problem, ProblemType};
 use crate::request_body::{BoxError, ReadBody, RequestBody, read_capped};
 use crate::response_body::{Captured, ResponseBody, capture};
 
-/// Whether the layer protects a request with this method and key header: a method it
-/// covers, carrying a key or sent where a key is required. Any other request is handed
-/// on untouched.
-pub(crate) fn is_protected<V>(config: &Config, method: &Method, key_header: &KeyHeader<V>) -> bool {
-    config.methods.contains(method) && (config.require_key || key_header.is_present())
+/// The `Idempotency-Key` header of `request` if the layer protects it: a method it
+/// covers, carrying a key or sent where a key is required. `None` for any other
+/// request, handed on untouched; for a method the layer does not cover, its headers are
+/// not looked at.
+pub(crate) fn protected_key_header<ReqBody>(
+    config: &Config,
+    request: &Request<ReqBody>,
+) -> Option<KeyHeader<HeaderValue>> {
+    if !config.methods.contains(request.method()) {
+        return None;
+    }
+    let key_header = KeyHeader::of(request.headers());
+    (config.require_key || key_header.is_present()).then(|| key_header.cloned())
 }
 
-/// Handles one request that [`is_protected`], with the ready service `inner`;
-/// `key_header` is its `Idempotency-Key` header, looked up by the caller.
+/// Handles one request that the layer protects, with the ready service `inner`;
+/// `key_header` is its `Idempotency-Key` header, as [`protected_key_header`] found it.
 ///
 /// The request's head is kept in one place for the whole request (`head`, taken by the
 /// run that hands it to the handler) rather than moved from local to local: each move

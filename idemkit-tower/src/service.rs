@@ -13,8 +13,7 @@ use idemkit_core::Backend;
 use tower_service::Service;
 
 use crate::config::Shared;
-use crate::handle::{handle, is_protected, pass_through};
-use crate::key_header::KeyHeader;
+use crate::handle::{handle, pass_through, protected_key_header};
 use crate::request_body::{BoxError, RequestBody};
 use crate::response_body::ResponseBody;
 
@@ -112,12 +111,11 @@ where
         // The instance polled ready goes with this request; a clone stays for the next.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let key_header = KeyHeader::of(request.headers());
-        if is_protected(&self.shared.config, request.method(), &key_header) {
-            let key_header = key_header.cloned();
-            Box::pin(handle(Arc::clone(&self.shared), inner, request, key_header))
-        } else {
-            Box::pin(pass_through(inner, request))
+        match protected_key_header(&self.shared.config, &request) {
+            Some(key_header) => {
+                Box::pin(handle(Arc::clone(&self.shared), inner, request, key_header))
+            }
+            None => Box::pin(pass_through(inner, request)),
         }
     }
 }
@@ -153,7 +151,8 @@ mod tests {
             .header("idempotency-key", "k-1")
             .body(Full::new(Bytes::from_static(b"{}")))
             .unwrap();
-        let key_header = KeyHeader::of(request.headers()).cloned();
+        let key_header =
+            protected_key_header(&service.shared.config, &request).expect("a keyed POST");
         let future = handle(
             Arc::clone(&service.shared),
             service.inner,
