@@ -70,11 +70,13 @@ def wait_listening(server: subprocess.Popen) -> None:
 
 
 class Figure(NamedTuple):
-    """One wrk run: requests per second, and CPU time per request in microseconds."""
+    """One wrk run: requests per second, CPU time per request in microseconds, and how
+    many requests wrk completed."""
 
     rate: float
     server_us: float
     client_us: float
+    requests: int
 
 
 def cpu_seconds(pid: int) -> float:
@@ -104,6 +106,7 @@ def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
         rate=float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         server_us=server_cpu / requests * 1e6,
         client_us=client_cpu / requests * 1e6,
+        requests=requests,
     )
 
 
