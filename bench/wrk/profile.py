@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left beside the scripts
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import run as wrkrun  # noqa: E402  (the shared server and wrk helpers)
 
