@@ -1,5 +1,6 @@
 //! The response to each outcome of a protected request, and the event that reports it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -113,7 +114,7 @@ impl<'a> Answer<'a> {
                     Some(delivered) => {
                         self.deliver(delivered, outcome.unstored.map(Into::into), kind)
                     }
-                    None => self.replay(&outcome.response, kind),
+                    None => self.replay(outcome.response, kind),
                 });
             }
             Err(RunError::PayloadMismatch) if in_flight.is_some() => {
@@ -267,7 +268,7 @@ impl<'a> Answer<'a> {
     /// The stored response, marked as a replay.
     fn replay<B: Body>(
         self,
-        stored: &idemkit_core::Response,
+        stored: Arc<idemkit_core::Response>,
         kind: EventKind,
     ) -> Response<ResponseBody<B>> {
         let Ok(status) = StatusCode::from_u16(stored.status) else {
@@ -279,7 +280,7 @@ impl<'a> Answer<'a> {
             .retry_after(self.config.storage_retry_after);
             return self.refuse(problem, EventKind::StorageFailed);
         };
-        let mut response = Response::new(ResponseBody::whole(stored.body.to_bytes()));
+        let mut response = Response::new(ResponseBody::whole(Bytes::new()));
         *response.status_mut() = status;
         let headers = response.headers_mut();
         for (name, value) in &stored.headers {
@@ -296,6 +297,8 @@ impl<'a> Answer<'a> {
             self.config.compat.replay_header(),
             HeaderValue::from_static("true"),
         );
+        // Last: the body takes the stored response over.
+        *response.body_mut() = ResponseBody::stored(stored);
         self.emit(kind, Some(status));
         response
     }

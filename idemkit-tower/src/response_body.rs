@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -61,6 +62,20 @@ impl<B: Body> ResponseBody<B> {
                 trailers,
             },
         }
+    }
+
+    /// The body of a stored response, for a replay: read where the store keeps it.
+    ///
+    /// The bytes own the stored response itself (the `Arc` the replay holds anyway, let
+    /// go once the body is sent), so the body is never copied, not even a short one
+    /// kept inside the response, and no count of its own is written on each replay.
+    pub(crate) fn stored(response: Arc<idemkit_core::Response>) -> ResponseBody<B> {
+        let bytes = if response.body.is_empty() {
+            Bytes::new()
+        } else {
+            Bytes::from_owner(StoredBody(response))
+        };
+        ResponseBody::whole(bytes)
     }
 
     /// The handler's body, untouched.
@@ -146,6 +161,15 @@ where
             }
             Kind::Broken { .. } => SizeHint::default(),
         }
+    }
+}
+
+/// A stored response, seen as its body's bytes.
+struct StoredBody(Arc<idemkit_core::Response>);
+
+impl AsRef<[u8]> for StoredBody {
+    fn as_ref(&self) -> &[u8] {
+        self.0.body.as_bytes()
     }
 }
 
@@ -245,6 +269,40 @@ mod tests {
             }
             (bytes, false)
         })
+    }
+
+    #[test]
+    fn a_stored_body_is_read_where_the_store_keeps_it() {
+        // A short body, kept inside the response, and a long one, shared.
+        for body in [&b"charged 10 EUR"[..], &[b'x'; 4096]] {
+            let stored = Arc::new(idemkit_core::Response::new(201, body.to_vec()));
+            let mut replay = Box::pin(ResponseBody::<Chunks>::stored(Arc::clone(&stored)));
+            assert_eq!(replay.size_hint().exact(), Some(body.len() as u64));
+            let frame = block_on(replay.frame()).unwrap().unwrap();
+            let bytes = frame.into_data().unwrap();
+            assert_eq!(bytes, body);
+            assert_eq!(
+                bytes.as_ptr(),
+                stored.body.as_bytes().as_ptr(),
+                "not copied"
+            );
+            assert!(block_on(replay.frame()).is_none());
+            // The bytes hold the stored response until they are sent, and no longer.
+            drop(replay);
+            assert_eq!(Arc::strong_count(&stored), 2);
+            drop(bytes);
+            assert_eq!(Arc::strong_count(&stored), 1);
+        }
+    }
+
+    #[test]
+    fn an_empty_stored_body_ends_at_once_and_holds_nothing() {
+        let stored = Arc::new(idemkit_core::Response::new(204, Vec::new()));
+        let replay = ResponseBody::<Chunks>::stored(Arc::clone(&stored));
+        assert!(replay.is_end_stream());
+        assert_eq!(replay.size_hint().exact(), Some(0));
+        assert_eq!(Arc::strong_count(&stored), 1);
+        assert_eq!(drain(replay), (Vec::new(), false));
     }
 
     #[test]
