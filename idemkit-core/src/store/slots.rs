@@ -19,8 +19,8 @@ use crate::store::stored::StoredRecord;
 /// A chunk is allocated whole but filled as records arrive (a vector with room for
 /// [`Slots::CHUNK`]), never written ahead as empty slots: a new record is appended
 /// without reading the slot it goes to, and without the whole chunk written (and its
-/// pages faulted in) at once when the chunk starts. Under a stream of new keys those two
-/// cost a new record about 300 ns, most of it the wait for the empty slot's cache line.
+/// pages faulted in) at once when the chunk starts. Under a stream of new keys, reading
+/// the empty slot waited on memory: appending took about 180 ns less per new record.
 #[derive(Default)]
 pub(crate) struct Slots {
     head: Vec<Option<StoredRecord>>,
