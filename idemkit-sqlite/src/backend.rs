@@ -266,6 +266,11 @@ impl Inner {
         response: &Arc<Response>,
         expires_after: Duration,
     ) -> Result<bool, Error> {
+        // Remembered before the row is written: a read in this process may land as soon
+        // as the commit does, before this call returns, and must share this allocation
+        // rather than keep one of its own. Remembering a completion that is then refused
+        // is harmless: a read shares a remembered response only if it equals the row's.
+        self.responses.remember(key, token, response);
         let stored = self
             .write(|connection| {
                 let now = self.clock.read();
@@ -281,8 +286,6 @@ impl Inner {
             })
             .map_err(|error| SqliteError::sqlite("complete", error))?;
         if stored {
-            // Remembered before the waiters wake, so their reads share it.
-            self.responses.remember(key, token, response);
             self.wakeups.wake(key);
         }
         Ok(stored)

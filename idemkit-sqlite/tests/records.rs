@@ -67,6 +67,42 @@ fn records_are_kept_across_a_restart() {
     assert!(BlockingBackend::renew(&backend, "held", &held, HOUR).unwrap());
 }
 
+/// A read that lands between a completion's commit and the completion's return gets the
+/// allocation the completer stored, as every later read does: no reader keeps a copy of
+/// its own. (A read that decoded the row before the completion remembered its response
+/// kept a second allocation, and every read after it shared the completer's: two hundred
+/// waiters woken at once could end up holding two different ones.)
+#[test]
+fn a_read_racing_a_completion_shares_the_completers_response() {
+    let file = ScratchFile::new("racing-read");
+    let backend = SqliteBackend::open(file.path()).unwrap();
+    for round in 0..200 {
+        let key = format!("k{round}");
+        let token = new_claim(&backend, &key, HOUR);
+        let response = Arc::new(Response::new(200, format!("receipt {round}")));
+        std::thread::scope(|scope| {
+            // Reads the row until it is completed: often just after the commit, before
+            // the completion has returned.
+            let reader = scope.spawn(|| {
+                loop {
+                    let record = BlockingBackend::get(&backend, &key).unwrap().unwrap();
+                    if record.state() == State::Completed {
+                        return record;
+                    }
+                }
+            });
+            let stored =
+                BlockingBackend::complete(&backend, &key, &token, Arc::clone(&response), HOUR);
+            assert!(stored.unwrap());
+            let record = reader.join().unwrap();
+            assert!(
+                Arc::ptr_eq(record.shared_response().unwrap(), &response),
+                "round {round}: the reader holds a response of its own"
+            );
+        });
+    }
+}
+
 /// By default every commit is flushed before it is acknowledged (`synchronous=FULL`),
 /// and the level asked for is the one the file is written with.
 #[test]
