@@ -10,15 +10,30 @@ use bytes::Bytes;
 /// The most bytes a [`Body`] keeps inline, without an allocation of its own.
 const INLINE: usize = 22;
 
-/// A response's body: up to 22 bytes kept inline, a larger one as a shared [`Bytes`].
+/// The most bytes a [`Body`] it owns outright keeps in one allocation of their exact size
+/// (a copied body, or a `Vec`'s); a larger one is kept as a shared [`Bytes`], so that
+/// [`Body::to_bytes`] never copies more than this.
+const EXACT: usize = 1024;
+
+/// A response's body: up to 22 bytes kept inline, a larger one in an allocation of its
+/// own or as a shared [`Bytes`].
 ///
 /// Why not `Bytes` itself: most stored bodies are small (`ok`, an id, a short JSON
 /// object), and a `Bytes` built from a caller's `Vec` keeps that `Vec`'s buffer, one
 /// allocation per record held for as long as the record is. Inline, a small body costs
 /// the record nothing beyond its `Response`, and the `Response` is 56 bytes (a `Bytes`
-/// body made it 64), so its shared `Arc` fits the allocator's 80-byte chunk. A larger
-/// body is the `Bytes` it was given (boxed, so the `Body` stays 24 bytes), never copied;
-/// every replay shares the stored `Response` and so the body with it.
+/// body made it 64), so its shared `Arc` fits the allocator's 80-byte chunk.
+///
+/// A larger body is kept the cheapest way it can be without copying what it was given:
+///
+/// - a `Bytes` is kept as it is (boxed, so the `Body` stays 24 bytes), never copied;
+/// - a `Vec<u8>` (or `String`, or `Box<[u8]>`) of up to 1 KiB becomes one allocation of
+///   exactly its bytes (a `Vec` with spare capacity is shrunk to its length), with no
+///   `Bytes` or box around it; a larger one becomes a `Bytes` over the same buffer;
+/// - [`Body::copy_from_slice`] copies up to 1 KiB into one allocation of exactly that
+///   size, and a larger slice into a new `Bytes`.
+///
+/// Every replay shares the stored `Response`, and so the body with it, however it is kept.
 ///
 /// A `Body` reads as a byte slice (`Deref<Target = [u8]>`) and compares with strings,
 /// byte slices, `Vec`s and `Bytes` by content, however it is kept:
@@ -42,6 +57,8 @@ pub struct Body(Repr);
 enum Repr {
     /// `bytes[..len]`; `len <= INLINE`.
     Inline { len: u8, bytes: [u8; INLINE] },
+    /// More than `INLINE` and at most `EXACT` bytes, owned in an allocation of their size.
+    Exact(Box<[u8]>),
     /// More than `INLINE` bytes (an empty or short `Bytes` is copied inline instead).
     Shared(Box<Bytes>),
 }
@@ -55,10 +72,45 @@ impl Body {
         })
     }
 
-    /// A body of `bytes`, copied: inline if they fit, else into a new `Bytes`.
+    /// A body of `bytes`, copied: inline if they fit, else into one allocation of their
+    /// exact size (up to 1 KiB) or into a new `Bytes` (more).
     pub fn copy_from_slice(bytes: &[u8]) -> Body {
-        Body::inline(bytes)
-            .unwrap_or_else(|| Body(Repr::Shared(Box::new(Bytes::copy_from_slice(bytes)))))
+        Body::inline(bytes).unwrap_or_else(|| {
+            if bytes.len() <= EXACT {
+                Body(Repr::Exact(Box::from(bytes)))
+            } else {
+                Body(Repr::Shared(Box::new(Bytes::copy_from_slice(bytes))))
+            }
+        })
+    }
+
+    /// A body of `bytes` that holds no more memory than it needs: up to 1 KiB copied
+    /// (inline, or into one allocation of exactly their size), more shared (a reference
+    /// count, no copy).
+    ///
+    /// For a body to be kept long, taken from a buffer someone else made: a `Bytes` keeps
+    /// its whole buffer alive, a `Vec`'s spare capacity or the larger buffer it is a
+    /// slice of, which a short body kept this way does not.
+    ///
+    /// ```
+    /// use idemkit_core::{Body, Bytes};
+    ///
+    /// let mut text = String::with_capacity(4096);
+    /// text.push_str("a body of more than twenty-two bytes, in a buffer of 4 KiB");
+    /// let bytes = Bytes::from(text);
+    /// let kept = Body::compact(&bytes);
+    /// assert_eq!(kept, bytes);
+    /// assert_ne!(kept.as_ptr(), bytes.as_ptr()); // copied: the 4 KiB buffer can go
+    ///
+    /// let large = Bytes::from(vec![7_u8; 4096]);
+    /// assert_eq!(Body::compact(&large).as_ptr(), large.as_ptr()); // shared
+    /// ```
+    pub fn compact(bytes: &Bytes) -> Body {
+        if bytes.len() <= EXACT {
+            Body::copy_from_slice(bytes)
+        } else {
+            Body(Repr::Shared(Box::new(Bytes::clone(bytes))))
+        }
     }
 
     /// A body of `bytes` if they fit inline.
@@ -75,16 +127,17 @@ impl Body {
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Exact(exact) => exact,
             Repr::Shared(shared) => shared,
         }
     }
 
-    /// The body as `Bytes`, for the HTTP stack: a large body is shared (a reference
-    /// count, no copy), a small one is copied out of its inline place.
+    /// The body as `Bytes`, for the HTTP stack: a body kept as `Bytes` is shared (a
+    /// reference count, no copy), any other is copied (at most 1 KiB: see [`Body`]).
     pub fn to_bytes(&self) -> Bytes {
         match &self.0 {
-            Repr::Inline { .. } => Bytes::copy_from_slice(self.as_bytes()),
             Repr::Shared(shared) => Bytes::clone(shared),
+            Repr::Inline { .. } | Repr::Exact(_) => Bytes::copy_from_slice(self.as_bytes()),
         }
     }
 
@@ -149,9 +202,17 @@ impl From<Bytes> for Body {
 }
 
 impl From<Vec<u8>> for Body {
-    /// Keeps a large `Vec`'s buffer (no copy), copies a small one inline.
+    /// Copies a small `Vec` inline; keeps a larger one's buffer (no copy): shrunk to its
+    /// length (a `realloc`, giving back any spare capacity) if it is at most 1 KiB, as a
+    /// `Bytes` if it is more.
     fn from(bytes: Vec<u8>) -> Body {
-        Body::inline(&bytes).unwrap_or_else(|| Body::from(Bytes::from(bytes)))
+        Body::inline(&bytes).unwrap_or_else(|| {
+            if bytes.len() <= EXACT {
+                Body(Repr::Exact(bytes.into_boxed_slice()))
+            } else {
+                Body(Repr::Shared(Box::new(Bytes::from(bytes))))
+            }
+        })
     }
 }
 
@@ -163,7 +224,7 @@ impl From<String> for Body {
 }
 
 impl From<Box<[u8]>> for Body {
-    /// As from a `Vec` of the same bytes.
+    /// As from a `Vec` of the same bytes (no copy unless they fit inline).
     fn from(bytes: Box<[u8]>) -> Body {
         Body::from(Vec::from(bytes))
     }
@@ -192,10 +253,12 @@ impl<const N: usize> From<&'static [u8; N]> for Body {
 }
 
 impl From<Body> for Bytes {
-    /// See [`Body::to_bytes`]; a large body's `Bytes` is moved out, not cloned.
+    /// See [`Body::to_bytes`]; a body's own allocation or `Bytes` is moved out, not
+    /// copied.
     fn from(body: Body) -> Bytes {
         match body.0 {
             Repr::Inline { .. } => body.to_bytes(),
+            Repr::Exact(exact) => Bytes::from(exact),
             Repr::Shared(shared) => *shared,
         }
     }
@@ -299,9 +362,66 @@ mod tests {
 
     #[test]
     fn a_large_vec_keeps_its_buffer() {
-        let vec = vec![3_u8; 100];
-        let pointer = vec.as_ptr();
-        assert_eq!(Body::from(vec).as_ptr(), pointer);
+        for len in [23, 100, EXACT, EXACT + 1, 1 << 20] {
+            let vec = vec![3_u8; len];
+            let pointer = vec.as_ptr();
+            let body = Body::from(vec);
+            assert_eq!(body.as_ptr(), pointer, "{len} bytes");
+            // Up to 1 KiB, the buffer is the body's own, with no `Bytes` or box around it.
+            assert_eq!(
+                matches!(body.0, Repr::Exact(_)),
+                len <= EXACT,
+                "{len} bytes"
+            );
+            // Moved out as `Bytes`, the buffer goes with it.
+            assert_eq!(Bytes::from(body).as_ptr(), pointer, "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn a_vec_with_spare_capacity_keeps_only_its_bytes() {
+        let mut vec = Vec::with_capacity(4096);
+        vec.extend_from_slice(&[5_u8; 100]);
+        let body = Body::from(vec);
+        let Repr::Exact(exact) = &body.0 else {
+            panic!("a 100-byte Vec is kept in an allocation of its own");
+        };
+        // A boxed slice's allocation is exactly its length: the spare 3,996 bytes are gone.
+        assert_eq!(exact.len(), 100);
+        assert_eq!(body, [5_u8; 100]);
+    }
+
+    #[test]
+    fn a_copied_body_is_exact_up_to_1_kib_and_shared_beyond() {
+        for len in [23, EXACT] {
+            let bytes = vec![9_u8; len];
+            let body = Body::copy_from_slice(&bytes);
+            assert!(matches!(body.0, Repr::Exact(_)), "{len} bytes");
+            assert_ne!(body.as_ptr(), bytes.as_ptr());
+            // Copied out for the HTTP stack, each time: at most 1 KiB.
+            assert_ne!(body.to_bytes().as_ptr(), body.as_ptr());
+            assert_eq!(body.to_bytes(), bytes);
+        }
+        let body = Body::copy_from_slice(&[9_u8; EXACT + 1]);
+        assert!(matches!(body.0, Repr::Shared(_)));
+        // Beyond 1 KiB, shared with the HTTP stack, never copied again.
+        assert_eq!(body.to_bytes().as_ptr(), body.as_ptr());
+    }
+
+    #[test]
+    fn a_compact_body_holds_none_of_a_small_bodys_buffer() {
+        for len in [0, 22, 23, EXACT] {
+            let mut vec = Vec::with_capacity(8192);
+            vec.resize(len, b'c');
+            let bytes = Bytes::from(vec);
+            let body = Body::compact(&bytes);
+            assert_eq!(body, bytes);
+            // Copied (inline or exact), so dropping `bytes` frees the 8 KiB buffer.
+            assert!(!matches!(body.0, Repr::Shared(_)), "{len} bytes");
+        }
+        let large = Bytes::from(vec![b'c'; EXACT + 1]);
+        let body = Body::compact(&large);
+        assert_eq!(body.as_ptr(), large.as_ptr());
     }
 
     #[test]

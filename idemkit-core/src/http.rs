@@ -39,8 +39,9 @@ impl From<http::Response<Bytes>> for Response {
 impl TryFrom<&Response> for http::Response<Bytes> {
     type Error = InvalidHttpResponse;
 
-    /// The stored response as an `http::Response`, for a replay: a body of more than 22
-    /// bytes is shared, not copied (a smaller one, kept inline, is copied out).
+    /// The stored response as an `http::Response`, for a replay: a body kept as `Bytes`
+    /// is shared, not copied; any other, at most 1 KiB, is copied out (see
+    /// [`Body::to_bytes`](crate::Body::to_bytes)).
     ///
     /// ```
     /// use idemkit_core::{Bytes, Response};

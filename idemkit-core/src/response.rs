@@ -7,8 +7,8 @@ use crate::body::Body;
 /// The result of an operation, as a store keeps it and every replay returns it.
 ///
 /// The header values are [`Bytes`], the buffer type of the Rust HTTP stack, and the body
-/// is a [`Body`]: up to 22 bytes inline, a larger body as the `Bytes` it was built from
-/// (not copied). A stored response is shared (an `Arc<Response>`) by the store and every
+/// is a [`Body`]: up to 22 bytes inline, a larger body in the buffer it was built from
+/// (not copied; see [`Body`] for how each kind is kept). A stored response is shared (an `Arc<Response>`) by the store and every
 /// replay. A `Response` is 56 bytes, so that shared allocation, with its two counts, is
 /// 72 bytes and fits the allocator's 80-byte chunk: with a small inline body, a stored
 /// response costs one such chunk and nothing else.

@@ -199,7 +199,9 @@ where
             let stored = idemkit_core::Response {
                 status: parts.status.as_u16(),
                 headers: config.stored_headers.select(&parts.headers),
-                body: bytes.clone().into(),
+                // Not `bytes` itself: the handler's buffer may be far larger than its
+                // body (a `String`'s spare capacity), and the record keeps it for a day.
+                body: idemkit_core::Body::compact(&bytes),
             };
             *delivered = Some(Box::new(Delivered {
                 parts,
