@@ -190,6 +190,7 @@ def figures() -> list[Figure]:
 
     requested, resident = field("requested_bytes"), field("resident_bytes")
     static, alone = field("static_body_resident"), field("responses_alone_resident")
+    formatted = field("formatted_body_resident")
     rows.append(Figure(
         "memory per COMPLETED record (requested bytes, as tracemalloc counts)",
         "missing" if memory is None
@@ -199,7 +200,8 @@ def figures() -> list[Figure]:
         "memory per COMPLETED record (resident set growth)",
         "missing" if resident is None else
         f"{resident:.1f} B; static body {static:.1f} B; "
-        f"the caller's Arc<Response> and body alone {alone:.1f} B",
+        f"the caller's Arc<Response> and body alone {alone:.1f} B"
+        + ("" if formatted is None else f"; a 71-byte formatted body {formatted:.1f} B"),
         resident, lambda v: f"{v:.1f} B", "<= 200 B", lambda v: at_most(v, 200.0)))
 
     wake = figure("wake_latency")

@@ -20,7 +20,11 @@
 //!   `vec_body`'s bodies, kept in a `Vec` (whose 8 bytes per response are counted);
 //! - `hashed_names`: `vec_body` under the names an executor stores a record by, a
 //!   [`Key`] and a [`Fingerprint`] (64 hex digits each) instead of the short ones: what
-//!   a record costs behind `Idempotency`, `AsyncIdempotency` or the HTTP layer.
+//!   a record costs behind `Idempotency`, `AsyncIdempotency` or the HTTP layer;
+//! - `formatted_body`: `vec_body` with a 71-byte JSON body built by `format!`, as a
+//!   handler's reply often is: a `String` with spare room (`format!` grows its buffer by
+//!   doubling), too long to be kept inline, so what a body kept outside the `Response`
+//!   costs.
 //!
 //! The parent process runs each variant in a child process of its own (this binary,
 //! with `IDEMKIT_MEMORY_VARIANT` set), so every figure starts from a fresh heap.
@@ -72,16 +76,27 @@ fn page_size() -> usize {
 
 /// The environment variable that makes this binary a child measuring one variant.
 const VARIANT: &str = "IDEMKIT_MEMORY_VARIANT";
-const VARIANTS: [&str; 4] = ["vec_body", "static_body", "responses_alone", "hashed_names"];
+const VARIANTS: [&str; 5] = [
+    "vec_body",
+    "static_body",
+    "responses_alone",
+    "hashed_names",
+    "formatted_body",
+];
 
 /// The response a caller completes with in `variant`.
 fn response(variant: &str) -> Response {
-    let body = if variant == "static_body" {
-        Bytes::from_static(b"ok")
-    } else {
-        Bytes::from(b"ok".to_vec())
-    };
-    Response::new(200, body)
+    match variant {
+        "static_body" => Response::new(200, Bytes::from_static(b"ok")),
+        "formatted_body" => {
+            let (id, amount) = (std::hint::black_box("ch_3MmlLrLkdIwHu7ix0snN0B15"), 2500);
+            Response::new(
+                200,
+                format!(r#"{{"id":"{id}","status":"succeeded","amount":{amount}}}"#),
+            )
+        }
+        _ => Response::new(200, Bytes::from(b"ok".to_vec())),
+    }
 }
 
 /// Measures `variant` over `records` records in this process: (requested, resident)
