@@ -17,6 +17,9 @@ from other jobs weighs on the three alike; each round gives one ratio per figure
 the median over the rounds is the figure (lowest and highest round its spread). The CPU
 time each request cost the server and the client (from /proc and getrusage) is printed
 beside it: less moved by other jobs than the rate, it shows where the difference lies.
+So is the server's resident memory growth per request (VmRSS): under new keys, what a
+stored record costs, all included (the store's own bookkeeping, the stored response,
+the allocator's overhead).
 With --floor, each round also measures the same three modes against the `wrk_floor`
 example (the quick start with the least a run-once layer does in place of idemkit's;
 see its source), on its own fresh server: the ratios it reaches are the most any layer
@@ -70,13 +73,14 @@ def wait_listening(server: subprocess.Popen) -> None:
 
 
 class Figure(NamedTuple):
-    """One wrk run: requests per second, CPU time per request in microseconds, and how
-    many requests wrk completed."""
+    """One wrk run: requests per second, CPU time per request in microseconds, how many
+    requests wrk completed, and the server's resident memory growth per request."""
 
     rate: float
     server_us: float
     client_us: float
     requests: int
+    resident_bytes: float
 
 
 def cpu_seconds(pid: int) -> float:
@@ -85,8 +89,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def resident_bytes(pid: int) -> int:
+    """The resident memory of process `pid` (VmRSS)."""
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    sys.exit(f"no VmRSS for process {pid}")
+
+
 def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
     env = dict(os.environ, IDEMKIT_WRK_MODE=mode, IDEMKIT_WRK_RUN=str(run))
+    resident_before = resident_bytes(server)
     server_before = cpu_seconds(server)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
@@ -97,6 +110,7 @@ def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
         text=True,
     ).stdout
     server_cpu = cpu_seconds(server) - server_before
+    resident = resident_bytes(server) - resident_before
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     client_cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     if "Non-2xx" in out or "Socket errors" in out:
@@ -107,6 +121,7 @@ def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
         server_us=server_cpu / requests * 1e6,
         client_us=client_cpu / requests * 1e6,
         requests=requests,
+        resident_bytes=resident / requests,
     )
 
 
@@ -130,22 +145,24 @@ def measure_round(binary: pathlib.Path, round_: int, seconds: int) -> dict:
 def table(name: str, rates: dict) -> None:
     print(
         f"\n| {name}, wrk -t2 -c64 | requests/s, median | ratio to no key, median (lowest"
-        " to highest round) | CPU us per request, server + wrk, medians |"
+        " to highest round) | CPU us per request, server + wrk, medians | server's resident"
+        " growth per request, B, median |"
     )
-    print("|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for mode, goal in [("bare", None), ("new", 0.85), ("replay", 0.9)]:
         median = statistics.median(figure.rate for figure in rates[mode])
         server = statistics.median(figure.server_us for figure in rates[mode])
         client = statistics.median(figure.client_us for figure in rates[mode])
         cpu = f"{server:.1f} + {client:.1f}"
+        resident = statistics.median(figure.resident_bytes for figure in rates[mode])
         if goal is None:
-            print(f"| no key | {median:,.0f} | 1 | {cpu} |")
+            print(f"| no key | {median:,.0f} | 1 | {cpu} | {resident:.0f} |")
             continue
         ratios = [r.rate / b.rate for r, b in zip(rates[mode], rates["bare"])]
         label = "new keys" if mode == "new" else "replays"
         print(
             f"| {label} (goal >= {goal}x) | {median:,.0f} | **{statistics.median(ratios):.2f}x**"
-            f" ({min(ratios):.2f} to {max(ratios):.2f}) | {cpu} |"
+            f" ({min(ratios):.2f} to {max(ratios):.2f}) | {cpu} | {resident:.0f} |"
         )
 
 
