@@ -10,8 +10,9 @@ async fn charge(body: String) -> String {
 
 #[tokio::main]
 async fn main() {
-    // The store is bounded: a new key beyond a million held records is refused (503)
-    // until stored responses expire, after 24 hours by default.
+    // The store is bounded: a new key beyond a million held records (about 500 MB
+    // with this handler's replies) is refused (503) until stored responses expire,
+    // after 24 hours by default.
     let backend = InMemoryBackend::builder().max_size(1_000_000).build();
     let idempotency = IdempotencyLayer::builder(backend)
         .scope_header(HeaderName::from_static("x-api-key"))

@@ -69,6 +69,13 @@ impl InMemoryBuilder {
 
     /// The most records held at once, across all shards (exact). A claim of a new key
     /// beyond it fails with [`Error::Full`](crate::Error::Full).
+    ///
+    /// What it bounds in memory, measured on x86-64 Linux with glibc: a completed record
+    /// with a body of up to 22 bytes and no headers takes about 183 bytes resident, or
+    /// about 263 under the 64-digit names the executors and the HTTP layer store records
+    /// by; a longer body adds about its length, and each stored header about 150 bytes
+    /// (for a short name and value). Behind the HTTP layer, a 62-byte reply with its
+    /// `Content-Type` comes to about 500 bytes a record: a million records, 500 MB.
     pub fn max_size(mut self, max_size: usize) -> InMemoryBuilder {
         self.max_size = max_size;
         self
