@@ -10,7 +10,7 @@ async fn charge(body: String) -> String {
 
 #[tokio::main]
 async fn main() {
-    // The store is bounded: a new key beyond a million held records (about 500 MB
+    // The store is bounded: a new key beyond a million held records (about 450 MB
     // with this handler's replies) is refused (503) until stored responses expire,
     // after 24 hours by default.
     let backend = InMemoryBackend::builder().max_size(1_000_000).build();

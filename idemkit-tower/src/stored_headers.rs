@@ -5,8 +5,8 @@
 //! a session cookie, credentials, and headers that describe one connection are not.
 
 use bytes::Bytes;
-use http::HeaderMap;
 use http::header::{self, HeaderName};
+use http::{HeaderMap, HeaderValue};
 
 /// The allow and deny lists that pick the response headers stored for replay.
 ///
@@ -144,18 +144,40 @@ impl StoredHeaders {
                         .iter()
                         .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()))
             })
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    Bytes::copy_from_slice(value.as_bytes()),
-                )
-            })
+            .map(|(name, value)| (name.as_str().to_owned(), stored_value(value)))
             .collect();
         // A filtered iterator collects into room for four: 224 bytes held by every record
         // for the one `Content-Type` most responses store.
         selected.shrink_to_fit();
         selected
     }
+}
+
+/// Header values so common that a record keeps them as static bytes: the content types
+/// axum's responses set (`String`, `Html`, `Json`, bytes) and a few more. Such a value
+/// costs a record no allocation of its own (about 48 bytes otherwise), and a replay no
+/// write to a reference count that every other replay of the key writes too.
+static COMMON_VALUES: [&str; 8] = [
+    "application/json",
+    "text/plain; charset=utf-8",
+    "text/html; charset=utf-8",
+    "application/octet-stream",
+    "application/problem+json",
+    "application/json; charset=utf-8",
+    "text/plain",
+    "text/html",
+];
+
+/// `value` as stored: one of [`COMMON_VALUES`] as static bytes, any other copied.
+fn stored_value(value: &HeaderValue) -> Bytes {
+    let value = value.as_bytes();
+    COMMON_VALUES
+        .iter()
+        .find(|common| common.as_bytes() == value)
+        .map_or_else(
+            || Bytes::copy_from_slice(value),
+            |common| Bytes::from_static(common.as_bytes()),
+        )
 }
 
 /// The header names listed in `Connection`: they describe this connection only.
@@ -236,6 +258,30 @@ mod tests {
         assert_eq!(selected.capacity(), 1);
         let selected = StoredHeaders::default().select(&response_headers(&[("x-custom", "1")]));
         assert_eq!(selected.capacity(), 0);
+    }
+
+    #[test]
+    fn common_values_are_kept_as_static_bytes_and_others_copied() {
+        for common in &COMMON_VALUES {
+            let headers = response_headers(&[("content-type", common)]);
+            let selected = StoredHeaders::default().select(&headers);
+            assert_eq!(selected[0].1, common);
+            // The constant's own bytes: no allocation for the record.
+            assert_eq!(selected[0].1.as_ptr(), common.as_ptr(), "{common}");
+        }
+        let headers = response_headers(&[("content-type", "application/vnd.api+json")]);
+        let value = headers[header::CONTENT_TYPE].as_bytes().as_ptr();
+        let selected = StoredHeaders::default().select(&headers);
+        assert_eq!(selected[0].1, "application/vnd.api+json");
+        assert_ne!(
+            selected[0].1.as_ptr(),
+            value,
+            "copied, not the response's buffer"
+        );
+        // Compared whole, not as a prefix.
+        let headers = response_headers(&[("content-type", "text/plain; charset=latin1")]);
+        let selected = StoredHeaders::default().select(&headers);
+        assert_eq!(selected[0].1, "text/plain; charset=latin1");
     }
 
     #[test]

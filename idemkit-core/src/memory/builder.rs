@@ -73,9 +73,10 @@ impl InMemoryBuilder {
     /// What it bounds in memory, measured on x86-64 Linux with glibc: a completed record
     /// with a body of up to 22 bytes and no headers takes about 183 bytes resident, or
     /// about 263 under the 64-digit names the executors and the HTTP layer store records
-    /// by; a longer body adds about its length, and each stored header about 150 bytes
-    /// (for a short name and value). Behind the HTTP layer, a 62-byte reply with its
-    /// `Content-Type` comes to about 500 bytes a record: a million records, 500 MB.
+    /// by; a longer body adds about its length, and each stored header about 100 bytes
+    /// and its value's length (for a short name). Behind the HTTP layer, a 62-byte reply
+    /// with its `Content-Type` (a common value, which the layer does not copy) comes to
+    /// about 450 bytes a record: a million records, 450 MB.
     pub fn max_size(mut self, max_size: usize) -> InMemoryBuilder {
         self.max_size = max_size;
         self
