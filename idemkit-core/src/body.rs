@@ -10,9 +10,9 @@ use bytes::Bytes;
 /// The most bytes a [`Body`] keeps inline, without an allocation of its own.
 const INLINE: usize = 22;
 
-/// The most bytes a [`Body`] it owns outright keeps in one allocation of their exact size
-/// (a copied body, or a `Vec`'s); a larger one is kept as a shared [`Bytes`], so that
-/// [`Body::to_bytes`] never copies more than this.
+/// The most bytes a [`Body`] keeps in an allocation of their exact size (bytes it copied,
+/// or a `Vec`'s buffer); more are kept as a shared [`Bytes`], so that [`Body::to_bytes`]
+/// never copies more than this.
 const EXACT: usize = 1024;
 
 /// A response's body: up to 22 bytes kept inline, a larger one in an allocation of its

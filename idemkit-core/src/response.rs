@@ -8,10 +8,11 @@ use crate::body::Body;
 ///
 /// The header values are [`Bytes`], the buffer type of the Rust HTTP stack, and the body
 /// is a [`Body`]: up to 22 bytes inline, a larger body in the buffer it was built from
-/// (not copied; see [`Body`] for how each kind is kept). A stored response is shared (an `Arc<Response>`) by the store and every
-/// replay. A `Response` is 56 bytes, so that shared allocation, with its two counts, is
-/// 72 bytes and fits the allocator's 80-byte chunk: with a small inline body, a stored
-/// response costs one such chunk and nothing else.
+/// (not copied; [`Body`] says how each kind is kept). A stored response is shared (an
+/// `Arc<Response>`) by the store and every replay. A `Response` is 56 bytes, so that
+/// shared allocation, with its two counts, is 72 bytes and fits the allocator's 80-byte
+/// chunk: with a small inline body, a stored response costs one such chunk and nothing
+/// else.
 ///
 /// ```
 /// use idemkit_core::Response;
