@@ -75,13 +75,8 @@ impl Body {
     /// A body of `bytes`, copied: inline if they fit, else into one allocation of their
     /// exact size (up to 1 KiB) or into a new `Bytes` (more).
     pub fn copy_from_slice(bytes: &[u8]) -> Body {
-        Body::inline(bytes).unwrap_or_else(|| {
-            if bytes.len() <= EXACT {
-                Body(Repr::Exact(Box::from(bytes)))
-            } else {
-                Body(Repr::Shared(Box::new(Bytes::copy_from_slice(bytes))))
-            }
-        })
+        // A copy is a `Vec` of exactly their length, kept as any such `Vec` is.
+        Body::inline(bytes).unwrap_or_else(|| Body::from(bytes.to_vec()))
     }
 
     /// A body of `bytes` that holds no more memory than it needs: up to 1 KiB copied
@@ -109,7 +104,7 @@ impl Body {
         if bytes.len() <= EXACT {
             Body::copy_from_slice(bytes)
         } else {
-            Body(Repr::Shared(Box::new(Bytes::clone(bytes))))
+            Body::from(Bytes::clone(bytes))
         }
     }
 
