@@ -18,8 +18,10 @@ virtual machines often lack) while `wrk -t2 -c64` sends bench/wrk/charges.lua's 
 Each sample stands for its period of CPU time; over the requests wrk completed, that
 gives per request: the server's CPU, its part in the kernel (TCP, scheduling) and in
 the process; the preemptions the server suffered (involuntary context switches, from
-/proc); and the time inside the layer's request future (idemkit's `handle`, or the
-floor's `call`), with the functions it calls directly. Medians over the rounds.
+/proc) and its system calls (`perf stat`); the time inside the layer's request future
+(idemkit's `handle`, or the floor's `call`), with the functions it calls directly; and
+the process's time outside that future, by function, where the two servers differ
+most. Medians over the rounds.
 With requests without a key among the modes, the same figures are also given as what a
 keyed request costs beyond one without a key, round by round, then the median.
 Needs perf (`apt-get install linux-perf`) and wrk; standard library only.
@@ -77,6 +79,25 @@ def preemptions(pid: int) -> int:
     return total
 
 
+def count_system_calls(pid: int, out: pathlib.Path) -> subprocess.Popen:
+    """`perf stat` counting the system calls of process `pid` into `out` until stopped
+    (SIGINT); `system_calls` reads the count."""
+    return subprocess.Popen(
+        ["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p", str(pid), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def system_calls(out: pathlib.Path) -> int:
+    """The count `count_system_calls` wrote to `out`."""
+    for line in out.read_text().splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2] == "raw_syscalls:sys_enter" and fields[0].isdigit():
+            return int(fields[0])
+    raise RuntimeError(f"no system call count in {out}")
+
+
 def frames(stack: str) -> list:
     """(symbol, object) of each frame of one `perf script` sample, innermost first."""
     found = []
@@ -97,6 +118,7 @@ def sample(binary: pathlib.Path, mode: str, seconds: int) -> dict:
             for warm in ["replay", mode]:
                 wrkrun.wrk(warm, 0 if warm == "replay" else 1, 1, server.pid)
             switches = preemptions(server.pid)
+            counter = count_system_calls(server.pid, pathlib.Path(scratch) / "calls.csv")
             perf = subprocess.Popen(
                 ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(SAMPLES_PER_SECOND)]
                 + ["-g", "-p", str(server.pid), "-o", str(data)],
@@ -106,8 +128,10 @@ def sample(binary: pathlib.Path, mode: str, seconds: int) -> dict:
             time.sleep(0.5)  # perf attaches before the load starts
             figure = wrkrun.wrk(mode, 2, seconds, server.pid)
             switches = preemptions(server.pid) - switches
-            perf.send_signal(signal.SIGINT)
-            perf.wait()
+            for profiler in [perf, counter]:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait()
+            calls = system_calls(pathlib.Path(scratch) / "calls.csv")
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait()
@@ -129,16 +153,24 @@ def sample(binary: pathlib.Path, mode: str, seconds: int) -> dict:
         if not stack_frames:
             continue
         parts["server"] += period
-        parts["kernel" if stack_frames[0][1].startswith("[kernel") else "process"] += period
+        in_kernel = stack_frames[0][1].startswith("[kernel")
+        parts["kernel" if in_kernel else "process"] += period
         for depth, (symbol, _) in enumerate(stack_frames):
             if layer.match(symbol):
                 parts["layer"] += period
                 callee = stack_frames[depth - 1][0] if depth else "(its own code)"
                 parts["layer > " + callee] += period
                 break
+        else:
+            if not in_kernel:
+                # Outside the layer's future, by the function the sample fell in. The
+                # allocator's samples land here too: glibc's frames do not name their
+                # callers.
+                parts["outside > " + stack_frames[0][0]] += period
     per_request = {name: ns / requests for name, ns in parts.items()}
     per_request["rate"] = figure.rate
     per_request["preemptions"] = switches / requests
+    per_request["calls"] = calls / requests
     return per_request
 
 
@@ -176,13 +208,14 @@ def main() -> None:
         return statistics.median(run.get(name, 0.0) for run in runs)
 
     print("\n| server, mode | requests/s | server CPU ns/request: all (kernel + process) |"
-          " in the layer | preemptions/request |")
-    print("|---|---|---|---|---|")
+          " in the layer | preemptions/request | system calls/request |")
+    print("|---|---|---|---|---|---|")
     for (name, mode), runs in results.items():
         print(
             f"| {name}, {mode} | {median(runs, 'rate'):,.0f} | {median(runs, 'server'):,.0f}"
             f" ({median(runs, 'kernel'):,.0f} + {median(runs, 'process'):,.0f})"
-            f" | {median(runs, 'layer'):,.0f} | {median(runs, 'preemptions'):.3f} |"
+            f" | {median(runs, 'layer'):,.0f} | {median(runs, 'preemptions'):.3f}"
+            f" | {median(runs, 'calls'):.2f} |"
         )
     if "bare" in modes:
         # What a keyed request costs beyond one without a key, round by round (the
@@ -212,6 +245,25 @@ def main() -> None:
         print(f"\n{name}, {mode}: inside the layer, ns/request (medians)")
         for key in ranked:
             print(f"  {median(runs, key):6.0f}  {key[len('layer > '):][:110]}")
+    quick, floor = (binary.name for binary in servers)
+    for mode in modes:
+        pair = results[(quick, mode)], results[(floor, mode)]
+        outside = {
+            key for runs in pair for run in runs for key in run if key.startswith("outside > ")
+        }
+        if not outside:
+            continue
+
+        def gap(key: str) -> float:
+            return median(pair[0], key) - median(pair[1], key)
+
+        totals = [sum(median(runs, key) for key in outside) for runs in pair]
+        print(f"\n{mode}: the process outside the layer's future, ns/request (medians):"
+              f" {quick} {totals[0]:,.0f}, {floor} {totals[1]:,.0f}; where they differ most")
+        print(f"  {quick[:8]:>8} {floor[:8]:>8}  function")
+        for key in sorted(outside, key=lambda key: -abs(gap(key)))[: args.callees]:
+            print(f"  {median(pair[0], key):8.0f} {median(pair[1], key):8.0f}"
+                  f"  {key[len('outside > '):][:100]}")
 
 
 if __name__ == "__main__":
