@@ -15,6 +15,7 @@ use crate::event::{EventKind, Report};
 use crate::fingerprint::FINGERPRINT_VERSION;
 use crate::problem::{Problem, ProblemType};
 use crate::response_body::ResponseBody;
+use crate::stored_headers::replayed_value;
 
 /// The response the handler gave this request, read whole: what its client receives.
 pub(crate) struct Delivered {
@@ -286,9 +287,9 @@ impl<'a> Answer<'a> {
         for (name, value) in &stored.headers {
             // Stored headers were valid when stored; one that is not (a record written
             // by another program) is left out rather than failing the replay.
-            if let (Some(name), Ok(value)) = (
+            if let (Some(name), Some(value)) = (
                 self.config.stored_headers.name_of(name),
-                HeaderValue::from_maybe_shared(value.clone()),
+                replayed_value(value),
             ) {
                 headers.append(name, value);
             }

@@ -155,20 +155,21 @@ impl StoredHeaders {
 
 /// Header values so common that a record keeps them as static bytes: the content types
 /// axum's responses set (`String`, `Html`, `Json`, bytes) and a few more. Such a value
-/// costs a record no allocation of its own (about 48 bytes otherwise), and a replay no
-/// write to a reference count that every other replay of the key writes too.
-static COMMON_VALUES: [&str; 8] = [
-    "application/json",
-    "text/plain; charset=utf-8",
-    "text/html; charset=utf-8",
-    "application/octet-stream",
-    "application/problem+json",
-    "application/json; charset=utf-8",
-    "text/plain",
-    "text/html",
+/// costs a record no allocation of its own (about 48 bytes otherwise), a replay no
+/// write to a reference count that every other replay of the key writes too, and no
+/// check of its bytes: the replay hands on the value built here.
+static COMMON_VALUES: [HeaderValue; 8] = [
+    HeaderValue::from_static("application/json"),
+    HeaderValue::from_static("text/plain; charset=utf-8"),
+    HeaderValue::from_static("text/html; charset=utf-8"),
+    HeaderValue::from_static("application/octet-stream"),
+    HeaderValue::from_static("application/problem+json"),
+    HeaderValue::from_static("application/json; charset=utf-8"),
+    HeaderValue::from_static("text/plain"),
+    HeaderValue::from_static("text/html"),
 ];
 
-/// `value` as stored: one of [`COMMON_VALUES`] as static bytes, any other copied.
+/// `value` as stored: one of [`COMMON_VALUES`] as its static bytes, any other copied.
 fn stored_value(value: &HeaderValue) -> Bytes {
     let value = value.as_bytes();
     COMMON_VALUES
@@ -178,6 +179,23 @@ fn stored_value(value: &HeaderValue) -> Bytes {
             || Bytes::copy_from_slice(value),
             |common| Bytes::from_static(common.as_bytes()),
         )
+}
+
+/// The header value to replay for the stored `value`, or `None` if it is not one.
+///
+/// A value [`stored_value`] kept as one of [`COMMON_VALUES`] holds that constant's own
+/// bytes, so it is known by its address and length (equal bytes at an equal address)
+/// and its value is handed on as built. Any other value (copied, or read from a record
+/// another program wrote) is checked again.
+pub(crate) fn replayed_value(value: &Bytes) -> Option<HeaderValue> {
+    let common = COMMON_VALUES.iter().find(|common| {
+        let common = common.as_bytes();
+        common.as_ptr() == value.as_ptr() && common.len() == value.len()
+    });
+    match common {
+        Some(common) => Some(common.clone()),
+        None => HeaderValue::from_maybe_shared(value.clone()).ok(),
+    }
 }
 
 /// The header names listed in `Connection`: they describe this connection only.
@@ -261,8 +279,37 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_common_value_is_replayed_as_its_constant() {
+        for common in &COMMON_VALUES {
+            let headers = response_headers(&[("content-type", common.to_str().unwrap())]);
+            let stored = &StoredHeaders::default().select(&headers)[0].1;
+            let replayed = replayed_value(stored).unwrap();
+            assert_eq!(&replayed, common);
+            // The constant's own bytes, not a copy.
+            assert_eq!(replayed.as_bytes().as_ptr(), common.as_bytes().as_ptr());
+        }
+    }
+
+    #[test]
+    fn any_other_stored_value_is_checked_again() {
+        // The same bytes as a constant, elsewhere (a record read from another store):
+        // a value of their own, equal to the constant.
+        let copied = Bytes::copy_from_slice(b"application/json");
+        let replayed = replayed_value(&copied).unwrap();
+        assert_eq!(replayed, "application/json");
+        assert_eq!(replayed.as_bytes().as_ptr(), copied.as_ptr());
+        // A constant's prefix starts at its address but is not the constant.
+        let prefix = Bytes::from_static(COMMON_VALUES[1].as_bytes()).slice(..10);
+        assert_eq!(replayed_value(&prefix).unwrap(), "text/plain");
+        // Bytes no header value may hold are not replayed.
+        assert_eq!(replayed_value(&Bytes::from_static(b"a\nb")), None);
+        assert_eq!(replayed_value(&Bytes::from_static(b"a\x7fb")), None);
+    }
+
+    #[test]
     fn common_values_are_kept_as_static_bytes_and_others_copied() {
         for common in &COMMON_VALUES {
+            let common = common.to_str().unwrap();
             let headers = response_headers(&[("content-type", common)]);
             let selected = StoredHeaders::default().select(&headers);
             assert_eq!(selected[0].1, common);
