@@ -265,24 +265,42 @@ async fn an_exhausted_pool_is_a_storage_error_and_nothing_leaks() {
     let Some(scratch) = Scratch::new("exhausted") else {
         return;
     };
+    let timeout = Duration::from_secs(1);
     let backend = scratch
         .builder()
         .max_connections(1)
-        .operation_timeout(Duration::from_millis(500))
+        .operation_timeout(timeout)
         .build()
         .await
         .unwrap();
     let held = backend.pool().acquire().await.unwrap();
     for _ in 0..3 {
+        let started = Instant::now();
         let error = Backend::claim(&backend, "k", "fp", 1, LONG)
             .await
             .unwrap_err();
-        postgres_error(&error);
+        assert!(postgres_error(&error).is_timeout(), "{error}");
+        assert!(started.elapsed() >= timeout, "it waited for the pool");
     }
     drop(held);
-    let Claim::New(_) = Backend::claim(&backend, "k", "fp", 1, LONG).await.unwrap() else {
-        panic!();
-    };
+    // The pool's one connection serves claims again. Each try gets a key of its own and
+    // the operation timeout: on a busy machine a commit can take longer than that (the
+    // machine's server shares its disk with the clusters other tests start), and a claim
+    // that timed out may still have been written.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for attempt in 0.. {
+        match Backend::claim(&backend, &format!("k{attempt}"), "fp", 1, LONG).await {
+            Ok(Claim::New(_)) => break,
+            Ok(other) => panic!("a fresh key was {other:?}"),
+            Err(error) => {
+                assert!(postgres_error(&error).is_timeout(), "{error}");
+                assert!(
+                    Instant::now() < deadline,
+                    "the pool never served again: {error}"
+                );
+            }
+        }
+    }
     assert!(
         backend.pool().size() <= 1,
         "no connection beyond the pool's"
