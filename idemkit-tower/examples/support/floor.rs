@@ -6,9 +6,10 @@
 //! the whole body; hashes an effective key (scope, key, method, path) and a fingerprint
 //! (method, path, query, body as sent: no canonical JSON) with SHA-256; claims the key
 //! in one of 64 `Mutex<HashMap>` shards (sized for a round from the start, picked by the
-//! digest's last byte and hashed by its first eight); runs the handler, reads its body
-//! and stores status, headers and body under the claim; a retry gets them back with the
-//! replay header. None of the layer's other duties: no canonical JSON, no scope or body
+//! digest's last byte and hashed by its first eight; `IDEMKIT_FLOOR_CAPACITY=0` starts
+//! them empty, to grow as keys arrive); runs the handler, reads its body and stores
+//! status, headers and body under the claim; a retry gets them back with the replay
+//! header. None of the layer's other duties: no canonical JSON, no scope or body
 //! limits, no leases, fencing, expiry or bound on the records, no events; a duplicate
 //! in flight (only the warm-up sends them) yields until the first is done.
 use std::collections::HashMap;
@@ -45,8 +46,18 @@ enum Record {
 type Shards = Arc<[Mutex<HashMap<[u8; 32], Record, BuildHasherDefault<Prefix>>>]>;
 
 /// Records each shard has room for from the start: a round's new keys fit without the
-/// table ever growing (a floor pays for no rehash).
+/// table ever growing (a floor pays for no rehash). `IDEMKIT_FLOOR_CAPACITY` sets another
+/// number (0: tables that grow as keys arrive, touching no memory ahead of them).
 const SHARD_CAPACITY: usize = 16_384;
+
+fn shard_capacity() -> usize {
+    match std::env::var("IDEMKIT_FLOOR_CAPACITY") {
+        Ok(capacity) => capacity
+            .parse()
+            .expect("IDEMKIT_FLOOR_CAPACITY is a number of records"),
+        Err(_) => SHARD_CAPACITY,
+    }
+}
 
 /// The keys are SHA-256 digests already: their first eight bytes are their hash.
 #[derive(Default)]
@@ -73,10 +84,11 @@ pub struct FloorLayer {
 
 impl Default for FloorLayer {
     fn default() -> Self {
+        let capacity = shard_capacity();
         let shards = (0..SHARDS)
             .map(|_| {
                 Mutex::new(HashMap::with_capacity_and_hasher(
-                    SHARD_CAPACITY,
+                    capacity,
                     Default::default(),
                 ))
             })
