@@ -23,8 +23,9 @@ the allocator's overhead).
 With --floor, each round also measures the same three modes against the `wrk_floor`
 example (the quick start with the least a run-once layer does in place of idemkit's;
 see its source), on its own fresh server: the ratios it reaches are the most any layer
-could reach here. Its tables are sized for a round from the start;
-`IDEMKIT_FLOOR_CAPACITY=0` (passed on to the servers) starts them empty instead.
+could reach here. Its tables grow as keys arrive; `IDEMKIT_FLOOR_CAPACITY=16384`
+(passed on to the servers) gives them room for a round from the start, as the floor of
+the figures before the sixteenth session had.
 wrk reporting any failed request or non-2xx answer stops the run.
 Client and server share the machine's cores, as wrk on loopback does. Needs wrk
 (`apt-get install wrk`); standard library only.
