@@ -136,19 +136,22 @@ impl StoredHeaders {
     /// The headers of `headers` to store, in their order, repeated names kept.
     pub(crate) fn select(&self, headers: &HeaderMap) -> Vec<(String, Bytes)> {
         let connection_scoped = connection_scoped(headers);
-        let mut selected: Vec<(String, Bytes)> = headers
-            .iter()
-            .filter(|(name, _)| {
-                self.is_stored(name)
-                    && !connection_scoped
-                        .iter()
-                        .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()))
-            })
-            .map(|(name, value)| (name.as_str().to_owned(), stored_value(value)))
-            .collect();
-        // A filtered iterator collects into room for four: 224 bytes held by every record
-        // for the one `Content-Type` most responses store.
-        selected.shrink_to_fit();
+        let mut selected = Vec::new();
+        for (name, value) in headers {
+            let scoped = || {
+                connection_scoped
+                    .iter()
+                    .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()))
+            };
+            if self.is_stored(name) && !scoped() {
+                // Room for exactly one more: the list is kept for as long as its record,
+                // and most responses store one header (`Content-Type`). Collecting into
+                // room for four held 224 bytes a record; shrinking it after cost a
+                // reallocation.
+                selected.reserve_exact(1);
+                selected.push((name.as_str().to_owned(), stored_value(value)));
+            }
+        }
         selected
     }
 }
@@ -276,6 +279,15 @@ mod tests {
         assert_eq!(selected.capacity(), 1);
         let selected = StoredHeaders::default().select(&response_headers(&[("x-custom", "1")]));
         assert_eq!(selected.capacity(), 0);
+        let headers = response_headers(&[
+            ("content-type", "text/plain"),
+            ("content-length", "2"),
+            ("etag", "\"v1\""),
+            ("content-language", "en"),
+        ]);
+        let selected = StoredHeaders::default().select(&headers);
+        assert_eq!(names(&selected), ["content-type", "etag", "content-language"]);
+        assert_eq!(selected.capacity(), 3);
     }
 
     #[test]
