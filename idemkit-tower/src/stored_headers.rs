@@ -286,7 +286,10 @@ mod tests {
             ("content-language", "en"),
         ]);
         let selected = StoredHeaders::default().select(&headers);
-        assert_eq!(names(&selected), ["content-type", "etag", "content-language"]);
+        assert_eq!(
+            names(&selected),
+            ["content-type", "etag", "content-language"]
+        );
         assert_eq!(selected.capacity(), 3);
     }
 
