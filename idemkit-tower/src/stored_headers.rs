@@ -138,16 +138,17 @@ impl StoredHeaders {
         let connection_scoped = connection_scoped(headers);
         let mut selected = Vec::new();
         for (name, value) in headers {
-            let scoped = || {
-                connection_scoped
+            let kept = self.is_stored(name)
+                && !connection_scoped
                     .iter()
-                    .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()))
-            };
-            if self.is_stored(name) && !scoped() {
+                    .any(|scoped| scoped.eq_ignore_ascii_case(name.as_str()));
+            if kept {
                 // Room for exactly one more: the list is kept for as long as its record,
-                // and most responses store one header (`Content-Type`). Collecting into
-                // room for four held 224 bytes a record; shrinking it after cost a
-                // reallocation.
+                // and most responses store one header (`Content-Type`), which this
+                // allocates once. Collecting into room for four held 224 bytes a record,
+                // and shrinking it after cost a reallocation; a response that stores
+                // several headers reallocates once for each after the first (counting
+                // them first instead cost the one-header case 200 instructions more).
                 selected.reserve_exact(1);
                 selected.push((name.as_str().to_owned(), stored_value(value)));
             }
