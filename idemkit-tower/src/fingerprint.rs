@@ -52,6 +52,10 @@ pub(crate) fn request_fingerprint(
         &media_type,
         &body.bytes,
     ];
+    if named_headers.is_empty() {
+        // The usual setting: no list of header counts, and no chain of headers to walk.
+        return Fingerprint::new(fields);
+    }
     // Hashed as they are read: no list of fields is built.
     let counts = header_counts(&parts.headers, named_headers);
     let named = named_headers.iter().zip(&counts).flat_map(|(name, count)| {
@@ -106,6 +110,25 @@ mod tests {
         assert_eq!(
             fingerprint("POST", "//a/b/?y=2&x=1", &[], "payload"),
             expected
+        );
+    }
+
+    #[test]
+    fn an_empty_query_and_no_named_headers_hash_as_empty_fields() {
+        let expected = Fingerprint::new(["POST", "/a", "", "raw", "", "p"]);
+        assert_eq!(fingerprint("POST", "/a", &[], "p"), expected);
+        // A query of empty segments is no query.
+        assert_eq!(fingerprint("POST", "/a?&&", &[], "p"), expected);
+        // A named header the request lacks still counts: its name and a count of zero.
+        let named = [HeaderName::from_static("x-currency")];
+        assert_eq!(
+            request_fingerprint(&parts("POST", "/a", &[]), b"p", &named),
+            Fingerprint::new(
+                ["POST", "/a", "", "raw", "", "p"]
+                    .map(str::as_bytes)
+                    .into_iter()
+                    .chain([&b"x-currency"[..], &0u32.to_be_bytes(),])
+            )
         );
     }
 
