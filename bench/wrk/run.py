@@ -26,6 +26,10 @@ see its source), on its own fresh server: the ratios it reaches are the most any
 could reach here. Its tables grow as keys arrive; `IDEMKIT_FLOOR_CAPACITY=16384`
 (passed on to the servers) gives them room for a round from the start, as the floor of
 the figures before the sixteenth session had.
+With --floor-extra NS (repeatable), each round also measures the floor made to spend NS
+nanoseconds more on every keyed request (`IDEMKIT_FLOOR_EXTRA_NS`): what a layer that
+costs that much more than the floor would reach, so the ratios can be read as
+nanoseconds of server work per request.
 wrk reporting any failed request or non-2xx answer stops the run.
 Client and server share the machine's cores, as wrk on loopback does. Needs wrk
 (`apt-get install wrk`); standard library only.
@@ -127,11 +131,12 @@ def wrk(mode: str, run: int, seconds: int, server: int) -> Figure:
     )
 
 
-def measure_round(binary: pathlib.Path, round_: int, seconds: int) -> dict:
-    """One round on a fresh server: each mode once, the order rotating by round."""
+def measure_round(binary: pathlib.Path, round_: int, seconds: int, env: dict) -> dict:
+    """One round on a fresh server (started with `env` added to this process's
+    environment): each mode once, the order rotating by round."""
     # A fresh server each round: its store holds one round's new keys, and each round
     # starts from the same state.
-    server = subprocess.Popen([str(binary)])
+    server = subprocess.Popen([str(binary)], env=dict(os.environ, **env))
     try:
         wait_listening(server)
         # Warm-up: stores the 1,000 replay keys, and warms every path once.
@@ -182,15 +187,31 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="measure the wrk_floor example in the same rounds"
     )
+    parser.add_argument(
+        "--floor-extra",
+        type=int,
+        action="append",
+        default=[],
+        metavar="NS",
+        help="also measure the floor spending NS nanoseconds more on every keyed request;"
+        " repeat it for several",
+    )
     args = parser.parse_args()
-    # (name, binary) pairs: a path without a slash is a file here, not a command on PATH.
+    # (name, binary, environment) triples: a path without a slash is a file here, not a
+    # command on PATH.
     if args.binary:
-        servers = [(str(binary), binary.resolve()) for binary in args.binary]
+        servers = [(str(binary), binary.resolve(), {}) for binary in args.binary]
     else:
-        servers = [("quick start", build("axum_quick_start"))]
-    if args.floor:
-        servers.append(("floor", build("wrk_floor")))
-    names = [name for name, _ in servers]
+        servers = [("quick start", build("axum_quick_start"), {})]
+    if args.floor or args.floor_extra:
+        floor = build("wrk_floor")
+        if args.floor:
+            servers.append(("floor", floor, {}))
+        for extra in args.floor_extra:
+            servers.append(
+                (f"floor + {extra} ns", floor, {"IDEMKIT_FLOOR_EXTRA_NS": str(extra)})
+            )
+    names = [name for name, _, _ in servers]
     if len(set(names)) != len(names):
         sys.exit(f"each server is measured once per round: {names} repeats one")
     if port_in_use():
@@ -199,8 +220,8 @@ def main() -> None:
     for round_ in range(args.rounds):
         # The servers take turns in an order that rotates by round, as the modes do.
         shift = round_ % len(servers)
-        for name, binary in servers[shift:] + servers[:shift]:
-            figures = measure_round(binary, round_, args.seconds)
+        for name, binary, env in servers[shift:] + servers[:shift]:
+            figures = measure_round(binary, round_, args.seconds, env)
             for mode in MODES:
                 rates[name][mode].append(figures[mode])
             print(

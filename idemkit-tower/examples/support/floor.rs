@@ -12,14 +12,19 @@
 //! header. None of the layer's other duties: no canonical JSON, no scope or body
 //! limits, no leases, fencing, expiry or bound on the records, no events; a duplicate
 //! in flight (only the warm-up sends them) yields until the first is done.
+//!
+//! `IDEMKIT_FLOOR_EXTRA_NS` makes it spend that many nanoseconds more on every keyed
+//! request (spinning on the clock, before its claim): the floor plus a known cost, which
+//! measures what each nanosecond a layer adds costs the wrk figures (BENCHMARKS.md).
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::convert::Infallible;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -153,6 +158,7 @@ where
             // The shard from the digest's last byte, the table's hash from its first eight: two
             // independent parts, so each shard's table spreads its keys over all its buckets.
             let shard = &shards[usize::from(effective[31]) % SHARDS];
+            spend_extra();
             // A duplicate of a request in flight (only the warm-up sends them) yields
             // until it is done: the floor does not count waiting.
             loop {
@@ -203,6 +209,26 @@ where
             );
             Ok(Response::from_parts(parts, Body::from(body)))
         })
+    }
+}
+
+/// Spends `IDEMKIT_FLOOR_EXTRA_NS` nanoseconds (none unless set) on the CPU: a layer
+/// that costs the floor plus exactly that much.
+fn spend_extra() {
+    static EXTRA: OnceLock<Duration> = OnceLock::new();
+    let extra = *EXTRA.get_or_init(|| match std::env::var("IDEMKIT_FLOOR_EXTRA_NS") {
+        Ok(ns) => Duration::from_nanos(
+            ns.parse()
+                .expect("IDEMKIT_FLOOR_EXTRA_NS is a number of nanoseconds"),
+        ),
+        Err(_) => Duration::ZERO,
+    });
+    if extra.is_zero() {
+        return;
+    }
+    let start = Instant::now();
+    while start.elapsed() < extra {
+        std::hint::spin_loop();
     }
 }
 
