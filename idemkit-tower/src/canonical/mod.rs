@@ -42,10 +42,6 @@ impl<'a> Target<'a> {
 /// The canonical form of a query string (without its `?`): decoded once, parameters
 /// sorted by name then value, encoded again with uppercase hex escapes.
 pub(crate) fn canonical_query(query: &str) -> Vec<u8> {
-    // Most keyed requests (a POST with a body) have none: nothing to split or sort.
-    if query.is_empty() {
-        return Vec::new();
-    }
     percent::canonical_pairs(query.as_bytes())
 }
 

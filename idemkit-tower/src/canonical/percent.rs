@@ -48,6 +48,11 @@ pub(crate) fn encode_into(bytes: &[u8], out: &mut Vec<u8>) {
 /// back as `name=value` joined by `&`, encoded by [`encode_into`]. Empty segments are
 /// dropped; a segment without `=` is a name with an empty value.
 pub(crate) fn canonical_pairs(list: &[u8]) -> Vec<u8> {
+    // Most keyed requests have no query (a POST with a body), and an empty form body
+    // neither: nothing to split or sort.
+    if list.is_empty() {
+        return Vec::new();
+    }
     let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = list
         .split(|&byte| byte == b'&')
         .filter(|segment| !segment.is_empty())
